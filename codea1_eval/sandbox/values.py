@@ -1,0 +1,134 @@
+"""Decode values sent by the sandbox worker (untrusted) into plain, harmless Python objects."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_NUMPY_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "longdouble",
+}
+
+
+class Opaque:
+    """A value the worker could not serialise (custom class instance); equal to nothing."""
+
+    __slots__ = ("type_name", "text")
+
+    def __init__(self, type_name: str, text: str):
+        self.type_name = type_name
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<opaque {self.type_name}: {self.text}>"
+
+
+class Digest:
+    """A large value the worker sent as a sha256 of its canonical serialisation; equal by digest."""
+
+    __slots__ = ("type_name", "sha256")
+
+    def __init__(self, type_name: str, sha256: str):
+        self.type_name = type_name
+        self.sha256 = sha256
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Digest) and (other.type_name, other.sha256) == (self.type_name, self.sha256)
+
+    def __hash__(self) -> int:
+        return hash(self.sha256)
+
+    def __repr__(self) -> str:
+        return f"<digest {self.type_name} {self.sha256[:12]}>"
+
+
+class ProtocolViolation(ValueError):
+    """A frame from the worker does not follow the protocol (forged or corrupted)."""
+
+
+def decode(data: Any) -> Any:
+    """Rebuild a value from the worker's tagged JSON encoding; raise ProtocolViolation if malformed."""
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [decode(item) for item in data]
+    if not isinstance(data, dict) or not isinstance(data.get("$"), str):
+        raise ProtocolViolation("untagged object in value")
+    tag, payload = data["$"], data.get("v")
+    try:
+        return _DECODERS[tag](data, payload)
+    except KeyError:
+        raise ProtocolViolation(f"unknown value tag {tag!r}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolViolation(f"bad {tag} payload: {exc}") from None
+
+
+def _numpy_scalar(data: dict, payload: Any) -> Any:
+    import numpy
+
+    if data.get("dtype") not in _NUMPY_DTYPES:
+        raise ProtocolViolation("unsupported numpy dtype")
+    return numpy.dtype(data["dtype"]).type(decode(payload))
+
+
+def _numpy_array(data: dict, payload: Any) -> Any:
+    import numpy
+
+    if data.get("dtype") not in _NUMPY_DTYPES:
+        raise ProtocolViolation("unsupported numpy dtype")
+    return numpy.array(decode(payload), dtype=data["dtype"])
+
+
+def _checked_list(payload: Any) -> list:
+    if not isinstance(payload, list):
+        raise ProtocolViolation("container payload is not a list")
+    return [decode(item) for item in payload]
+
+
+def _dict(data: dict, payload: Any) -> dict:
+    pairs = _checked_list(payload)
+    if not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
+        raise ProtocolViolation("dict payload is not a list of pairs")
+    return {key: value for key, value in pairs}
+
+
+def _float(data: dict, payload: Any) -> float:
+    if payload not in ("nan", "inf", "-inf"):
+        raise ProtocolViolation("bad special float")
+    return float(payload)
+
+
+_DECODERS = {
+    "int": lambda data, payload: int(payload, 16),
+    "float": _float,
+    "tuple": lambda data, payload: tuple(_checked_list(payload)),
+    "dict": _dict,
+    "set": lambda data, payload: set(_checked_list(payload)),
+    "frozenset": lambda data, payload: frozenset(_checked_list(payload)),
+    "complex": lambda data, payload: complex(float(payload[0]), float(payload[1])),
+    "bytes": lambda data, payload: bytes.fromhex(payload),
+    "bytearray": lambda data, payload: bytearray.fromhex(payload),
+    "np": _numpy_scalar,
+    "ndarray": _numpy_array,
+    "sub": lambda data, payload: decode(payload),
+    "digest": lambda data, payload: Digest(str(data.get("type")), str(payload)),
+    "opaque": lambda data, payload: Opaque(str(data.get("type")), str(data.get("repr"))),
+}
+
+
+def parse_frame(raw: bytes) -> dict:
+    """Parse one frame's JSON; raise ProtocolViolation on anything malformed."""
+    try:
+        frame = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolViolation(f"unparseable frame: {exc}") from None
+    if not isinstance(frame, dict) or not isinstance(frame.get("k"), str):
+        raise ProtocolViolation("frame is not an object with a kind")
+    return frame

@@ -1,0 +1,219 @@
+"""Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
+
+This file is executed as a script (``python -I worker.py RESULT_FD``) in a fresh interpreter and
+imports only the standard library, so it works inside bubblewrap and never imports the harness.
+
+Protocol. The parent writes one pickled job to stdin (parent -> child data is trusted):
+``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
+"time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int}``.
+The child answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT
+trusted; the parent validates every frame):
+``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then one
+``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` per call.
+Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never enter
+this process, so a forged frame gains nothing unless it carries the right answer.
+"""
+
+import hashlib
+import json
+import marshal
+import math
+import os
+import pickle
+import resource
+import signal
+import struct
+import sys
+import time
+
+MAX_INT_BITS_AS_JSON = 53
+ENCODE_NODE_BUDGET = 200_000
+
+
+class ValueTooLarge(Exception):
+    """The value has more nodes than ENCODE_NODE_BUDGET; it is sent as a digest instead."""
+
+
+class CallTimeout(BaseException):
+    """Raised by the soft per-call alarm; BaseException so plain `except Exception` won't eat it."""
+
+
+def encode(value, depth=0, budget=None):
+    """Encode a Python value as JSON-compatible data with tags for non-JSON types."""
+    if budget is None:
+        budget = [ENCODE_NODE_BUDGET]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueTooLarge()
+    if depth > 200:
+        raise ValueError("value nested too deeply")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        if value.bit_length() > MAX_INT_BITS_AS_JSON:
+            return {"$": "int", "v": hex(value)}
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        return {"$": "float", "v": repr(value)}
+    if kind is list:
+        return [encode(item, depth + 1, budget) for item in value]
+    if kind is tuple:
+        return {"$": "tuple", "v": [encode(item, depth + 1, budget) for item in value]}
+    if kind is dict:
+        return {"$": "dict", "v": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)] for k, v in value.items()]}
+    if kind is set or kind is frozenset:
+        return {"$": kind.__name__, "v": [encode(item, depth + 1, budget) for item in value]}
+    if kind is complex:
+        return {"$": "complex", "v": [repr(value.real), repr(value.imag)]}
+    if kind is bytes or kind is bytearray:
+        return {"$": kind.__name__, "v": value.hex()}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(value, numpy.generic) and value.dtype.kind in "biuf":
+            return {"$": "np", "dtype": value.dtype.name, "v": encode(value.item(), depth + 1, budget)}
+        if isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf":
+            return {"$": "ndarray", "dtype": value.dtype.name, "v": encode(value.tolist(), depth + 1, budget)}
+    for base in (bool, int, float, str, list, tuple, dict):
+        if isinstance(value, base):
+            return {"$": "sub", "type": _type_name(kind), "v": encode(base(value), depth + 1, budget)}
+    return {"$": "opaque", "type": _type_name(kind), "repr": _safe_repr(value)}
+
+
+def digest(value):
+    """A canonical sha256 of a large builtin value (marshal format 0; repr for other types)."""
+    try:
+        data = marshal.dumps(value, 0)
+    except ValueError:
+        data = _safe_repr(value, limit=None).encode()
+    return {"$": "digest", "type": _type_name(type(value)), "v": hashlib.sha256(data).hexdigest()}
+
+
+def _type_name(kind):
+    return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+
+
+def _safe_repr(value, limit=200):
+    try:
+        return repr(value)[:limit]
+    except BaseException:
+        return "<unrepresentable>"
+
+
+class Channel:
+    """Length-prefixed JSON frames on a pipe, written with raw os.write (no buffering)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.write = os.write
+        self.dumps = json.dumps
+        self.pack = struct.pack
+
+    def send(self, frame):
+        data = self.dumps(frame, allow_nan=False).encode()
+        payload = self.pack(">I", len(data)) + data
+        view = memoryview(payload)
+        while view:
+            written = self.write(self.fd, view)
+            view = view[written:]
+
+
+def apply_limits(limits):
+    """Apply rlimits (clipped to the hard limits) inside the worker."""
+    for name, value in limits.items():
+        resource_id = getattr(resource, name)
+        _, hard = resource.getrlimit(resource_id)
+        if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
+            value = hard
+        try:
+            resource.setrlimit(resource_id, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _on_alarm(signum, frame):
+    raise CallTimeout()
+
+
+def _describe(exc):
+    try:
+        return f"{type(exc).__name__}: {exc}"[:500]
+    except BaseException:
+        return type(exc).__name__
+
+
+def _run_timed(func, limit):
+    signal.setitimer(signal.ITIMER_REAL, max(limit, 1e-3))
+    try:
+        return func()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _silence_stdio():
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def main():
+    channel = Channel(int(sys.argv[1]))
+    job = pickle.load(sys.stdin.buffer)
+    _silence_stdio()
+    apply_limits(job["limits"])
+    signal.signal(signal.SIGALRM, _on_alarm)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    sys.set_int_max_str_digits(0)
+    channel.send({"k": "hello"})
+
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        _run_timed(lambda: exec(compile(job["code"], "<candidate>", "exec"), namespace), job["load_time_limit"])
+        function = namespace[job["entry_point"]] if job["entry_point"] else None
+    except CallTimeout:
+        channel.send({"k": "load", "s": "timeout", "e": "program load timed out"})
+        return
+    except BaseException as exc:
+        channel.send({"k": "load", "s": "error", "e": _describe(exc)})
+        return
+    channel.send({"k": "ready"})
+
+    if job["script"] is not None:
+        calls = [None]
+    else:
+        calls = job["calls"]
+    perf_counter = time.perf_counter
+    time_limits = job["time_limits"]
+    for index in range(job["start"], len(calls)):
+        started = perf_counter()
+        try:
+            if job["script"] is not None:
+                value = _run_timed(lambda: exec(job["script"], namespace), time_limits[index])
+            else:
+                arguments = calls[index]
+                value = _run_timed(lambda: function(*arguments), time_limits[index])
+            elapsed = perf_counter() - started
+            try:
+                encoded = encode(value)
+            except ValueTooLarge:
+                channel.send({"k": "digesting", "i": index})
+                encoded = digest(value)
+            frame = {"k": "call", "i": index, "s": "ok", "v": encoded, "t": elapsed}
+        except CallTimeout:
+            frame = {"k": "call", "i": index, "s": "timeout", "t": perf_counter() - started}
+        except AssertionError as exc:
+            frame = {"k": "call", "i": index, "s": "fail", "e": _describe(exc), "t": perf_counter() - started}
+        except BaseException as exc:
+            frame = {"k": "call", "i": index, "s": "error", "e": _describe(exc), "t": perf_counter() - started}
+        try:
+            channel.send(frame)
+        except (ValueError, TypeError, RecursionError, MemoryError) as exc:
+            channel.send({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
+                          "t": frame.get("t", 0.0)})
+
+
+if __name__ == "__main__":
+    main()
