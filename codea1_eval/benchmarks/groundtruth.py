@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.paths import cache_dir
-from codea1_eval.sandbox import RETURNED, Executor, Program, SandboxLimits
+from codea1_eval.sandbox import RETURNED, Executor, Program
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS
 
 GROUND_TRUTH_CALL_LIMIT_S = 60.0
@@ -30,6 +30,9 @@ class GroundTruth:
 
 
 def _reference_program(problem: Problem) -> Program:
+    if problem.test_script is not None:
+        return Program(problem.reference, None, script=problem.test_script,
+                       time_limits=[GROUND_TRUTH_CALL_LIMIT_S])
     count = len(problem.inputs or ())
     return Program(problem.reference, problem.entry_point, calls=problem.inputs,
                    time_limits=[GROUND_TRUTH_CALL_LIMIT_S] * count)
@@ -37,7 +40,7 @@ def _reference_program(problem: Problem) -> Program:
 
 def _to_ground_truth(problem: Problem, oracle: str, result) -> GroundTruth:
     failed = [c for c in result.calls if c.status != RETURNED]
-    outputs = [c.value for c in result.calls]
+    outputs = [c.value for c in result.calls] if problem.test_script is None else []
     if oracle == "mbpp" and problem.entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
         outputs = [value is not None for value in outputs]
     error = None
@@ -46,10 +49,15 @@ def _to_ground_truth(problem: Problem, oracle: str, result) -> GroundTruth:
     return GroundTruth(outputs, [c.duration for c in result.calls], error is None, error)
 
 
+def ground_truth_pass_rate(truth: dict[str, GroundTruth]) -> float:
+    """Percentage of problems whose reference ran cleanly on every input (or passed its script)."""
+    return 100.0 * sum(t.ok for t in truth.values()) / max(1, len(truth))
+
+
 def compute_ground_truth(benchmark: Benchmark, executor: Executor,
                          progress: Callable[[int], None] | None = None) -> dict[str, GroundTruth]:
-    """Run every reference on its inputs (cached per dataset sha256 and problem selection)."""
-    problems = [p for p in benchmark.problems if p.inputs is not None]
+    """Run every reference on its inputs or test script (cached per dataset sha and selection)."""
+    problems = benchmark.problems
     key = hashlib.sha256(
         f"{GROUND_TRUTH_SCHEMA}|{benchmark.sha256}|{'|'.join(p.task_id for p in problems)}".encode()
     ).hexdigest()[:24]
@@ -68,7 +76,3 @@ def compute_ground_truth(benchmark: Benchmark, executor: Executor,
     os.replace(handle.name, path)
     return truth
 
-
-def ground_truth_limits(limits: SandboxLimits) -> SandboxLimits:
-    """Limits for running references: the user's, with a generous load time."""
-    return SandboxLimits(**{**limits.__dict__, "load_time_limit": max(limits.load_time_limit, 60.0)})

@@ -1,0 +1,259 @@
+"""`codea1-eval avg`: sample a coder on a benchmark, execute, report avg@k and pass@k.
+
+Stages (each resumable): generate -> extract -> ground truth -> execute -> metrics. Generations
+and executions are appended to JSONL files as they finish; a rerun with the same config skips
+every record already there. ``--samples FILE`` replaces the first two stages with an evalplus
+samples file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.data import file_sha256
+from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
+from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.display import console, progress
+from codea1_eval.errors import UserError
+from codea1_eval.extract import build_program, extract_code
+from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
+from codea1_eval.prompts import code_messages
+from codea1_eval.results import JsonlAppender, RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
+from codea1_eval.sandbox import Executor, SandboxLimits
+
+REPORTED_KS = (1, 8, 16, 32)
+GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
+    "generations.jsonl", "executions.jsonl", "metrics.json", "samples.jsonl")
+
+
+@dataclass
+class AvgConfig:
+    """Everything that defines an `avg` run; fields marked run_only do not change its results."""
+
+    benchmark: str = "humaneval+"
+    coder: str | None = "smollm2"
+    samples: Path | None = None
+    n: int = 32
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 768
+    limit: int | None = None
+    seed: int = 0
+    isolation: str = "process"
+    timeout_scale: float = 1.0
+    out: Path | None = field(default=None, metadata={"run_only": True})
+    data_dir: Path | None = field(default=None, metadata={"run_only": True})
+    parallel: int | None = field(default=None, metadata={"run_only": True})
+    batch_size: int = field(default=16, metadata={"run_only": True})
+    overwrite: bool = field(default=False, metadata={"run_only": True})
+
+    def identity(self) -> dict:
+        """The fields that determine results (what the run dir's config hash covers)."""
+        run_only = {f.name for f in self.__dataclass_fields__.values() if f.metadata.get("run_only")}
+        identity = {k: v for k, v in asdict(self).items() if k not in run_only}
+        if self.samples is not None:
+            identity.update(coder=None, n=None, temperature=None, top_p=None, max_tokens=None, seed=None,
+                            samples=str(self.samples))
+        return identity
+
+    def default_out(self) -> Path:
+        source = Path(self.samples).stem if self.samples else (self.coder or "model")
+        slug = re.sub(r"[^A-Za-z0-9._+-]+", "_", source).strip("_")[-60:]
+        return Path("runs") / f"avg-{self.benchmark}-{slug}-{hashlib.sha256(json.dumps(self.identity(), default=str, sort_keys=True).encode()).hexdigest()[:8]}"
+
+
+def _sample_key(task_id: str, index: int) -> str:
+    return f"{task_id}#{index}"
+
+
+def _task_seed(seed: int, task_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}".encode()).digest()[:4], "big")
+
+
+def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> dict[str, list[dict]]:
+    """Sample ``n`` responses per problem, appending each finished task to generations.jsonl."""
+    from codea1_eval.models import GenerationRequest, SamplingParams, load_backend
+
+    done: dict[str, dict] = {r["key"]: r for r in read_jsonl(run.file(GENERATIONS))}
+    todo = [p for p in benchmark.problems
+            if any(_sample_key(p.task_id, i) not in done for i in range(config.n))]
+    if todo:
+        backend = load_backend(config.coder, batch_size=config.batch_size)
+        tasks_per_chunk = max(1, config.batch_size // config.n)
+        with JsonlAppender(run.file(GENERATIONS)) as out, \
+                progress(f"generating ({config.coder})", len(todo) * config.n) as advance:
+            for start in range(0, len(todo), tasks_per_chunk):
+                chunk = todo[start:start + tasks_per_chunk]
+                requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
+                    n=config.n, temperature=config.temperature, top_p=config.top_p,
+                    max_tokens=config.max_tokens, seed=_task_seed(config.seed, p.task_id)))
+                    for p in chunk]
+                for problem, completions in zip(chunk, backend.generate(requests, progress=advance)):
+                    for index, completion in enumerate(completions):
+                        record = {"key": _sample_key(problem.task_id, index), "task_id": problem.task_id,
+                                  "sample_index": index, "response": completion.text,
+                                  "finish_reason": completion.finish_reason,
+                                  "prompt_tokens": completion.prompt_tokens,
+                                  "completion_tokens": completion.completion_tokens}
+                        out.append(record)
+                        done[record["key"]] = record
+    samples: dict[str, list[dict]] = {}
+    for problem in benchmark.problems:
+        samples[problem.task_id] = []
+        for index in range(config.n):
+            record = done[_sample_key(problem.task_id, index)]
+            code, how = extract_code(record["response"])
+            samples[problem.task_id].append({"solution": build_program(problem.prompt, code),
+                                             "extraction": how})
+    return samples
+
+
+def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]:
+    """Read an evalplus samples file ({task_id, solution | completion} per line)."""
+    problems = {p.task_id: p for p in benchmark.problems}
+    samples: dict[str, list[dict]] = defaultdict(list)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
+                    raise ValueError(f"line {number} has no task_id")
+                problem = problems.get(record["task_id"])
+                if problem is None:
+                    continue
+                if isinstance(record.get("solution"), str):
+                    solution = record["solution"]
+                elif isinstance(record.get("completion"), str):
+                    solution = problem.prompt + record["completion"]
+                else:
+                    raise ValueError(f"line {number} has neither a solution nor a completion string")
+                samples[record["task_id"]].append({"solution": solution, "extraction": "samples_file"})
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"cannot read samples file {path}: {exc}") from None
+    if not samples:
+        raise UserError(f"samples file {path} has no samples for the tasks of {benchmark.name}")
+    return dict(samples)
+
+
+def _execution_key(task_id: str, solution: str, config: AvgConfig) -> str:
+    text = f"{task_id}\0{solution}\0{config.timeout_scale}\0{config.isolation}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def execute_samples(config: AvgConfig, benchmark: Benchmark, samples: dict[str, list[dict]],
+                    run: RunDir, executor: Executor, truth: dict) -> dict[str, dict]:
+    """Execute every distinct program once (by content hash), appending to executions.jsonl."""
+    verdicts: dict[str, dict] = {r["key"]: r for r in read_jsonl(run.file(EXECUTIONS))}
+    problems = {p.task_id: p for p in benchmark.problems}
+    pending: dict[str, tuple[Problem, str]] = {}
+    for task_id, task_samples in samples.items():
+        for sample in task_samples:
+            key = _execution_key(task_id, sample["solution"], config)
+            sample["execution_key"] = key
+            if key not in verdicts:
+                pending[key] = (problems[task_id], sample["solution"])
+    keys = list(pending)
+    programs = (candidate_program(pending[k][0], truth.get(pending[k][0].task_id), pending[k][1],
+                                  config.timeout_scale) for k in keys)
+    with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
+        for index, result in executor.map_unordered(programs):
+            problem = pending[keys[index]][0]
+            verdict = judge(benchmark, problem, truth.get(problem.task_id), result)
+            record = {"key": keys[index], "task_id": problem.task_id, **verdict.to_dict(),
+                      "passed": verdict.passed, "workers": result.workers, "wall_s": round(result.wall_s, 4)}
+            out.append(record)
+            verdicts[keys[index]] = record
+            advance(1)
+    return verdicts
+
+
+def compute_metrics(benchmark: Benchmark, samples: dict[str, list[dict]], verdicts: dict[str, dict],
+                    gt_pass_rate: float) -> dict[str, Any]:
+    """avg@k and pass@k (with bootstrap 95% intervals) for k in {1, 8, 16, 32} <= n."""
+    plus = [[verdicts[s["execution_key"]]["passed"] for s in task] for task in samples.values()]
+    base = [[verdicts[s["execution_key"]]["base_status"] == "pass" for s in task] for task in samples.values()]
+    n = min(len(task) for task in plus)
+    ks = sorted({k for k in REPORTED_KS if k <= n})
+    metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
+                               "n_tasks": len(plus), "n": n, "n_samples": sum(map(len, plus)),
+                               "gt_pass_rate": round(gt_pass_rate, 4), "ci95": {}}
+    variants = [("", plus)] + ([("base_", base)] if benchmark.oracle != "script" else [])
+    for prefix, outcomes in variants:
+        for k in ks:
+            metrics[f"{prefix}avg@{k}"] = round(avg_at_k(outcomes, k), 4)
+            metrics["ci95"][f"{prefix}avg@{k}"] = [round(x, 4) for x in bootstrap_interval(
+                [100.0 * sum(o[:k]) / k for o in outcomes])]
+            metrics[f"{prefix}pass@{k}"] = round(pass_at_k(outcomes, k), 4)
+            metrics["ci95"][f"{prefix}pass@{k}"] = [round(x, 4) for x in bootstrap_interval(
+                [100.0 * per_problem_pass_at_k(len(o), sum(o), k) for o in outcomes])]
+    statuses: Counter = Counter()
+    for task in samples.values():
+        for sample in task:
+            for status, count in verdicts[sample["execution_key"]]["call_statuses"]:
+                statuses[status] += count
+    metrics["call_statuses"] = dict(statuses)
+    metrics["extraction"] = dict(Counter(s["extraction"] for task in samples.values() for s in task))
+    return metrics
+
+
+def _write_samples(run: RunDir, samples: dict[str, list[dict]], verdicts: dict[str, dict]) -> None:
+    write_jsonl_atomic(run.file(SAMPLES), (
+        {"task_id": task_id, "solution": s["solution"],
+         "base_status": verdicts[s["execution_key"]]["base_status"],
+         "plus_status": verdicts[s["execution_key"]]["plus_status"]}
+        for task_id, task in samples.items() for s in task))
+
+
+def run_avg(config: AvgConfig) -> dict[str, Any]:
+    """Run (or resume) an `avg` evaluation and return its metrics (also in OUT/metrics.json)."""
+    if config.samples is None and not config.coder:
+        raise UserError("give a model with --coder SPEC or a samples file with --samples FILE")
+    if config.samples is not None and not Path(config.samples).is_file():
+        raise UserError(f"samples file {config.samples} does not exist")
+    if config.samples is None:
+        from codea1_eval.models import parse_model_spec
+
+        parse_model_spec(config.coder)
+    benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
+    limits = SandboxLimits(isolation=config.isolation)
+    executor = Executor(limits, config.parallel, hidden=_hidden_paths(benchmark))
+    identity = {**config.identity(), "dataset_sha256": benchmark.sha256}
+    if config.samples is not None:
+        identity["samples_sha256"] = file_sha256(Path(config.samples))
+    run = RunDir(config.out or config.default_out(), "avg", identity, config.overwrite)
+    run.write_manifest({"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                                      "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                        "sandbox": asdict(limits), "status": "running"})
+    if config.samples is not None:
+        samples = read_samples_file(Path(config.samples), benchmark)
+    else:
+        samples = generate_samples(config, benchmark, run)
+    with progress("ground truth", len(benchmark.problems)) as advance:
+        truth = compute_ground_truth(benchmark, executor, advance)
+    missing = [t for t, gt in truth.items() if not gt.ok and t in samples]
+    if missing:
+        console.print(f"[yellow]warning:[/] reference fails on {len(missing)} task(s): {', '.join(missing[:5])}")
+    verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
+    metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
+    _write_samples(run, samples, verdicts)
+    write_json_atomic(run.file(METRICS), metrics)
+    run.write_manifest({"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                                      "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                        "sandbox": asdict(limits), "status": "complete"})
+    metrics["run_dir"] = str(run.path)
+    return metrics
+
+
+def _hidden_paths(benchmark: Benchmark) -> list[Path]:
+    from codea1_eval.paths import cache_dir
+
+    return [Path(benchmark.source).resolve().parent, cache_dir()]

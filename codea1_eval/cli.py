@@ -1,0 +1,89 @@
+"""The `codea1-eval` command line: thin wrappers over library functions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from codea1_eval.errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Evaluate, scale and co-train code LLMs and test-writing LLMs.")
+sandbox_app = typer.Typer(no_args_is_help=True, help="The execution sandbox.")
+app.add_typer(sandbox_app, name="sandbox")
+
+DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
+
+
+@app.command()
+def avg(
+    coder: Optional[str] = typer.Option("smollm2", help="Model spec: smollm2 | hf:PATH_OR_ID | a checkpoint dir."),
+    benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+"),
+    n: int = typer.Option(32, "-n", "--n", min=1, help="Samples per problem."),
+    temperature: float = typer.Option(0.7, min=0.0),
+    top_p: float = typer.Option(0.95, min=0.0, max=1.0),
+    max_tokens: int = typer.Option(768, min=1, help="Maximum new tokens per sample."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N problems."),
+    seed: int = typer.Option(0),
+    samples: Optional[Path] = typer.Option(None, help="Re-score an evalplus samples file (no model)."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/avg-BENCH-MODEL-HASH)."),
+    data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
+    isolation: str = typer.Option("process", help="process | bwrap"),
+    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
+    batch_size: int = typer.Option(16, min=1, help="Generation batch size."),
+    overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
+) -> None:
+    """avg@k and unbiased pass@k of a coder (Code-A1 prompt, evalplus semantics)."""
+    from codea1_eval.avg import AvgConfig, run_avg
+    from codea1_eval.report import print_avg_metrics
+
+    config = AvgConfig(benchmark=benchmark, coder=None if samples else coder, samples=samples, n=n,
+                       temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
+                       seed=seed, isolation=isolation, timeout_scale=timeout_scale, out=out,
+                       data_dir=data_dir, parallel=parallel, batch_size=batch_size, overwrite=overwrite)
+    print_avg_metrics(run_avg(config))
+
+
+@app.command("benchmarks")
+def list_benchmarks() -> None:
+    """List the benchmarks."""
+    from codea1_eval.benchmarks.base import BENCHMARKS
+
+    for name in BENCHMARKS.names():
+        typer.echo(f"{name:18} {BENCHMARKS.help(name)}")
+
+
+@app.command("models")
+def list_models() -> None:
+    """List model backends and how to install each."""
+    from codea1_eval.models import describe_backends
+
+    for name, text in describe_backends():
+        typer.echo(f"{name:10} {text}")
+
+
+@sandbox_app.command("selftest")
+def sandbox_selftest(isolation: str = typer.Option("process", help="process | bwrap")) -> None:
+    """Run attack programs through the sandbox and show that each is contained."""
+    from codea1_eval.sandbox.selftest import print_selftest, run_selftest
+
+    rows = run_selftest(isolation)
+    print_selftest(rows)
+    if not all(row.contained for row in rows):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console entry point: user errors become one line on stderr and exit status 2."""
+    try:
+        app()
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: finished work is saved; rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
