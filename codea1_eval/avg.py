@@ -86,24 +86,23 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> di
             if any(_sample_key(p.task_id, i) not in done for i in range(config.n))]
     if todo:
         backend = load_backend(config.coder, batch_size=config.batch_size)
-        tasks_per_chunk = max(1, config.batch_size // config.n)
         with JsonlAppender(run.file(GENERATIONS)) as out, \
                 progress(f"generating ({config.coder})", len(todo) * config.n) as advance:
-            for start in range(0, len(todo), tasks_per_chunk):
-                chunk = todo[start:start + tasks_per_chunk]
-                requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
+            for problem in todo:
+                # One task per call, seeded by task: samples do not depend on batching, so a resumed
+                # run generates exactly what an uninterrupted one would.
+                request = GenerationRequest(code_messages(problem.question), params=SamplingParams(
                     n=config.n, temperature=config.temperature, top_p=config.top_p,
-                    max_tokens=config.max_tokens, seed=_task_seed(config.seed, p.task_id)))
-                    for p in chunk]
-                for problem, completions in zip(chunk, backend.generate(requests, progress=advance)):
-                    for index, completion in enumerate(completions):
-                        record = {"key": _sample_key(problem.task_id, index), "task_id": problem.task_id,
-                                  "sample_index": index, "response": completion.text,
-                                  "finish_reason": completion.finish_reason,
-                                  "prompt_tokens": completion.prompt_tokens,
-                                  "completion_tokens": completion.completion_tokens}
-                        out.append(record)
-                        done[record["key"]] = record
+                    max_tokens=config.max_tokens, seed=_task_seed(config.seed, problem.task_id)))
+                completions = backend.generate([request], progress=advance)[0]
+                records = [{"key": _sample_key(problem.task_id, index), "task_id": problem.task_id,
+                            "sample_index": index, "response": completion.text,
+                            "finish_reason": completion.finish_reason,
+                            "prompt_tokens": completion.prompt_tokens,
+                            "completion_tokens": completion.completion_tokens}
+                           for index, completion in enumerate(completions)]
+                out.append_many(records)
+                done.update((record["key"], record) for record in records)
     samples: dict[str, list[dict]] = {}
     for problem in benchmark.problems:
         samples[problem.task_id] = []

@@ -79,7 +79,12 @@ class JsonlAppender:
                 handle.truncate(data.rfind(b"\n") + 1)
 
     def append(self, record: dict) -> None:
-        self.handle.write(json.dumps({"schema": SCHEMA_VERSION, **record}, default=str) + "\n")
+        self.append_many([record])
+
+    def append_many(self, records: Iterable[dict]) -> None:
+        """Append records in one write, then fsync: a kill keeps all of them or (torn) none."""
+        self.handle.write("".join(json.dumps({"schema": SCHEMA_VERSION, **r}, default=str) + "\n"
+                                  for r in records))
         self.handle.flush()
         os.fsync(self.handle.fileno())
 

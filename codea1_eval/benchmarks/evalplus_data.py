@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
@@ -73,7 +74,10 @@ def mbpp_question(prompt: str, canonical_solution: str, entry_point: str) -> str
     Matches the ``problem`` column of Code-A1's validation data (helper functions of the
     reference appear as bare signatures before the entry point, as there).
     """
-    tree = ast.parse(canonical_solution)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tree = ast.parse(canonical_solution)
     imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     signatures = []
     for node in tree.body:

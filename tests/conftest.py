@@ -1,0 +1,23 @@
+"""Shared fixtures: the real benchmark files in ../shared/data (never copied into the repo)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("CODEA1_TEST_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (SHARED_DATA / "evalplus").is_dir():
+        pytest.fail(f"benchmark data not found at {SHARED_DATA}; set CODEA1_TEST_DATA")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _data_dir_env(monkeypatch, data_dir):
+    monkeypatch.setenv("CODEA1_DATA_DIR", str(data_dir))

@@ -1,0 +1,81 @@
+"""The embedded SmolLM2 model end to end: conversion (once, into the cache), loading, generation."""
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from codea1_eval.models import GenerationRequest, SamplingParams, load_backend  # noqa: E402
+from codea1_eval.models.smollm2 import smollm2_checkpoint  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ADD = "Write a Python function add(a, b) that returns a+b"
+CAPITAL = "What is the capital of France? Answer in one sentence."
+
+
+def chat(question: str, **params) -> GenerationRequest:
+    return GenerationRequest(messages=[{"role": "user", "content": question}], params=SamplingParams(**params))
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return load_backend("smollm2", batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def greedy(backend):
+    requests = [chat(ADD, max_tokens=96), chat(CAPITAL, max_tokens=48)]
+    finished = []
+    return requests, backend.generate(requests, progress=finished.append), finished
+
+
+def test_checkpoint_is_a_bfloat16_hf_checkpoint_with_chat_template():
+    checkpoint = smollm2_checkpoint()
+    assert json.loads((checkpoint / "config.json").read_text())["dtype"] == "bfloat16"
+    assert "quantization_config" not in (checkpoint / "config.json").read_text()
+    assert "<|im_start|>" in (checkpoint / "chat_template.jinja").read_text()
+
+
+def test_greedy_chat_answers_sensibly(backend, greedy):
+    _, results, finished = greedy
+    assert backend.identity == "smollm2:SmolLM2-135M-Instruct-Q4_1"
+    assert [len(r) for r in results] == [1, 1]
+    assert sum(finished) == 2
+    add, capital = results[0][0], results[1][0]
+    assert "def add(a, b)" in add.text and "return" in add.text
+    assert "Paris" in capital.text
+    for completion in (add, capital):
+        assert completion.finish_reason == "stop"
+        assert completion.prompt_tokens > 20
+        assert 0 < completion.completion_tokens < 96
+
+
+def test_greedy_is_reproducible(backend, greedy):
+    requests, results, _ = greedy
+    assert backend.generate(requests) == results
+
+
+def test_seeded_sampling_returns_n_reproducible_completions(backend):
+    request = chat("Tell me a short story about a robot.", n=2, temperature=1.0, top_p=0.95, max_tokens=12, seed=7)
+    first = backend.generate([request])
+    assert len(first) == 1 and len(first[0]) == 2
+    assert all(c.text and c.completion_tokens > 0 for c in first[0])
+    assert backend.generate([request]) == first
+
+
+def test_length_stop_strings_and_raw_prompts(backend):
+    length, stopped, raw = backend.generate(
+        [
+            chat(ADD, max_tokens=4),
+            chat(ADD, max_tokens=96, stop=("return",)),
+            GenerationRequest(None, prompt="def add(a, b):\n", params=SamplingParams(max_tokens=8)),
+        ]
+    )
+    assert length[0].finish_reason == "length" and length[0].completion_tokens == 4
+    assert stopped[0].finish_reason == "stop"
+    assert "def add(a, b)" in stopped[0].text and "return" not in stopped[0].text
+    assert stopped[0].completion_tokens < 40
+    assert raw[0].prompt_tokens > 0 and raw[0].completion_tokens > 0

@@ -1,0 +1,71 @@
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from codea1_eval.benchmarks.base import load_benchmark
+from codea1_eval.benchmarks.data import resolve_data_file
+from codea1_eval.errors import UserError
+
+
+def test_sizes_and_fields(data_dir):
+    humaneval_plus = load_benchmark("humaneval+", data_dir)
+    assert len(humaneval_plus.problems) == 164
+    first = humaneval_plus.problems[0]
+    assert first.task_id == "HumanEval/0" and first.entry_point == "has_close_elements"
+    assert first.n_base == 7 and len(first.inputs) > first.n_base
+    assert len(load_benchmark("humaneval+-mini", data_dir).problems) == 164
+    assert len(load_benchmark("mbpp+", data_dir).problems) == 378
+    humaneval = load_benchmark("humaneval")
+    assert len(humaneval.problems) == 164 and humaneval.problems[0].test_script.endswith("check(has_close_elements)\n")
+
+
+def test_mbpp_inputs_are_deserialised_by_evalplus(data_dir):
+    problems = {p.task_id: p for p in load_benchmark("mbpp+", data_dir).problems}
+    assert problems["Mbpp/2"].inputs[0] == [(3, 4, 5, 6), (5, 7, 4, 10)]
+    assert problems["Mbpp/793"].n_base == len(problems["Mbpp/793"].inputs)
+
+
+def test_mbpp_questions_match_code_a1_validation_data(data_dir):
+    """Our MBPP+ question text equals Code-A1's, except where MBPP+ v0.2.0 dropped a URL."""
+    frame = pd.read_parquet(data_dir / "code_a1" / "validation_data_mix.parquet")
+    reference = {row["extra_info"]["question_id"].replace("MBPP", "Mbpp"): row["problem"]
+                 for _, row in frame.iterrows() if row["data_source"] == "mbppplus"}
+    problems = load_benchmark("mbpp+", data_dir).problems
+    mismatched = [p for p in problems if reference[p.task_id] != p.question]
+    assert len(mismatched) == 18
+    for problem in mismatched:
+        assert "http" in reference[problem.task_id] and "http" not in problem.question
+
+
+def test_humaneval_plus_questions_match_code_a1(data_dir):
+    frame = pd.read_parquet(data_dir / "code_a1" / "validation_data_mix.parquet")
+    reference = [row["problem"] for _, row in frame.iterrows() if row["data_source"] == "humanevalplus"]
+    assert reference == [p.question for p in load_benchmark("humaneval+", data_dir).problems]
+
+
+def test_data_dir_accepts_folder_holding_the_files(data_dir):
+    assert resolve_data_file("MbppPlus-v0.2.0.jsonl", "evalplus", data_dir / "evalplus") == \
+        data_dir / "evalplus" / "MbppPlus-v0.2.0.jsonl"
+
+
+def test_missing_file_names_it(tmp_path, monkeypatch):
+    with pytest.raises(UserError, match=r"HumanEvalPlus-v0\.1\.10\.jsonl not found in --data-dir"):
+        load_benchmark("humaneval+", tmp_path)
+
+
+def test_offline_miss_names_file_to_provide(tmp_path, monkeypatch):
+    monkeypatch.delenv("CODEA1_DATA_DIR")
+    monkeypatch.delenv("HUMANEVAL_OVERRIDE_PATH", raising=False)
+
+    def offline():
+        raise OSError("Name or service not known")
+
+    with pytest.raises(UserError, match=r"cannot get HumanEvalPlus-v0\.1\.10\.jsonl .*--data-dir"):
+        resolve_data_file("HumanEvalPlus-v0.1.10.jsonl", "evalplus", None, "HUMANEVAL_OVERRIDE_PATH", offline)
+
+
+def test_corrupt_file_is_a_user_error(tmp_path):
+    (tmp_path / "HumanEvalPlus-v0.1.10.jsonl").write_text('{"task_id": "HumanEval/0"}\n{broken')
+    with pytest.raises(UserError, match="is not a valid HumanEval\\+ file"):
+        load_benchmark("humaneval+", tmp_path)
