@@ -122,13 +122,17 @@ class HFBackend:
 
     def _encode(self, request: GenerationRequest) -> list[int]:
         if request.messages is None:
-            return self.tokenizer(request.prompt).input_ids
-        if not self.tokenizer.chat_template:
+            ids = self.tokenizer(request.prompt).input_ids
+        elif not self.tokenizer.chat_template:
             raise UserError(f"model {self.identity} has no chat template; send raw prompts instead")
-        text = self.tokenizer.apply_chat_template(
-            list(request.messages), tokenize=False, add_generation_prompt=True
-        )
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        else:
+            text = self.tokenizer.apply_chat_template(
+                list(request.messages), tokenize=False, add_generation_prompt=True
+            )
+            ids = self.tokenizer(text, add_special_tokens=False).input_ids
+        if not ids:
+            raise UserError("cannot generate from an empty prompt")
+        return ids
 
     def _generate_batch(self, batch: list[_Row]) -> list[Completion]:
         import torch

@@ -47,22 +47,23 @@ def is_floats(value: Any) -> bool:
     return False
 
 
-def _special_oracle(dataset: str, entry_point: str, inputs, out, exp, atol, exact: bool) -> bool:
-    if dataset != "mbpp":
-        return exact
-    if entry_point == "are_equivalent":
-        return True
-    if entry_point == "sum_div":
-        return exact or out == 0
-    if entry_point == "surface_Area":
-        return exact or abs(out - _surface_area(*inputs)) <= atol
-    if entry_point == "digit_distance_nums":
-        return exact or out == _digit_distance_nums(*inputs)
-    if entry_point in MBPP_OUTPUT_SET_EQ_TASKS:
-        return set(out) == set(exp)
-    if entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
-        return out == exp if isinstance(out, bool) else exp == (out is not None)
-    return exact
+def _exact_match(dataset: str, entry_point: str, inputs, out, exp, atol) -> bool:
+    """``out == exp`` plus evalplus' special oracles; the plain comparison is made only where
+    evalplus would evaluate it as a truth value (an ndarray ``out`` on a set-equality task is fine)."""
+    if dataset == "mbpp":
+        if entry_point == "are_equivalent":
+            return True
+        if entry_point in MBPP_OUTPUT_SET_EQ_TASKS:
+            return set(out) == set(exp)
+        if entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+            return bool(out == exp) if isinstance(out, bool) else exp == (out is not None)
+        if entry_point == "sum_div":
+            return bool(out == exp) or out == 0
+        if entry_point == "surface_Area":
+            return bool(out == exp) or abs(out - _surface_area(*inputs)) <= atol
+        if entry_point == "digit_distance_nums":
+            return bool(out == exp) or out == _digit_distance_nums(*inputs)
+    return bool(out == exp)
 
 
 def compare_outputs(
@@ -83,7 +84,7 @@ def compare_outputs(
             if dataset == "humaneval" and entry_point == "find_zero":
                 verdicts.append(abs(_poly(*args, out)) <= atol)
                 continue
-            exact = _special_oracle(dataset, entry_point, args, out, exp, atol, bool(out == exp))
+            exact = _exact_match(dataset, entry_point, args, out, exp, atol)
             if atol == 0 and is_floats(exp):
                 atol = 1e-6
             if not exact and atol != 0:

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import psutil
 
+from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.values import ProtocolViolation, decode, parse_frame
 
@@ -51,6 +52,7 @@ class SandboxLimits:
     load_time_limit: float = 10.0
     grace_s: float = 0.5
     max_worker_restarts: int = 8
+    max_processes: int = 64
     isolation: str = "process"
 
     def rlimits(self, cpu_seconds: float) -> dict[str, int]:
@@ -125,8 +127,10 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
     }
 
 
-def kill_tree(process: subprocess.Popen) -> None:
-    """SIGKILL the worker, its process group and every descendant it still has."""
+def kill_tree(process: subprocess.Popen, cgroup: PidsCgroup | None = None) -> None:
+    """SIGKILL the worker, its process group, every descendant it still has, and its cgroup."""
+    if cgroup is not None:
+        cgroup.kill_all()
     try:
         descendants = psutil.Process(process.pid).children(recursive=True)
     except psutil.Error:
@@ -206,6 +210,7 @@ class _Session:
             "start": start,
         }
         self.stderr = tempfile.TemporaryFile()
+        self.cgroup = PidsCgroup.create(limits.max_processes)
         try:
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
@@ -215,6 +220,13 @@ class _Session:
         finally:
             os.close(write_fd)
         self.reader = _FrameReader(read_fd)
+        if self.cgroup is not None:
+            # The worker reads its job before running anything, so moving it now races with nothing.
+            try:
+                self.cgroup.add(self.process.pid)
+            except OSError:
+                self.cgroup.kill_all()
+                self.cgroup = None
         try:
             self.process.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
             self.process.stdin.close()
@@ -227,7 +239,7 @@ class _Session:
         return f"worker failed to start: {text or 'no output'}"
 
     def close(self) -> None:
-        kill_tree(self.process)
+        kill_tree(self.process, self.cgroup)
         os.close(self.reader.fd)
         self.stderr.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -336,6 +348,8 @@ def _drive(session: _Session, program: Program, limits: SandboxLimits, start: in
             results[index] = CallResult(CRASH, error="worker died during the call")
             return CRASH, index + 1, None
         if frame.get("k") == "digesting" and frame.get("i") == index:
+            # A large value is being hashed: allow hashing time, but only for a call that returned
+            # within its own limit (a forged early "digesting" frame can gain at most DIGEST_TIME_S).
             try:
                 frame = reader.next_frame(min(time.monotonic() + DIGEST_TIME_S, total_deadline))
             except (TimeoutError, ProtocolViolation):

@@ -7,7 +7,7 @@ from typing import Any
 
 _NUMPY_DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "longdouble",
+    "float16", "float32", "float64", "complex64", "complex128",
 }
 
 
@@ -55,10 +55,19 @@ class ProtocolViolation(ValueError):
 
 def decode(data: Any) -> Any:
     """Rebuild a value from the worker's tagged JSON encoding; raise ProtocolViolation if malformed."""
+    try:
+        return _decode(data)
+    except ProtocolViolation:
+        raise
+    except (Exception, RecursionError) as exc:
+        raise ProtocolViolation(f"undecodable value: {type(exc).__name__}") from None
+
+
+def _decode(data: Any) -> Any:
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
-        return [decode(item) for item in data]
+        return [_decode(item) for item in data]
     if not isinstance(data, dict) or not isinstance(data.get("$"), str):
         raise ProtocolViolation("untagged object in value")
     tag, payload = data["$"], data.get("v")
@@ -75,7 +84,7 @@ def _numpy_scalar(data: dict, payload: Any) -> Any:
 
     if data.get("dtype") not in _NUMPY_DTYPES:
         raise ProtocolViolation("unsupported numpy dtype")
-    return numpy.dtype(data["dtype"]).type(decode(payload))
+    return numpy.dtype(data["dtype"]).type(_decode(payload))
 
 
 def _numpy_array(data: dict, payload: Any) -> Any:
@@ -83,13 +92,13 @@ def _numpy_array(data: dict, payload: Any) -> Any:
 
     if data.get("dtype") not in _NUMPY_DTYPES:
         raise ProtocolViolation("unsupported numpy dtype")
-    return numpy.array(decode(payload), dtype=data["dtype"])
+    return numpy.array(_decode(payload), dtype=data["dtype"])
 
 
 def _checked_list(payload: Any) -> list:
     if not isinstance(payload, list):
         raise ProtocolViolation("container payload is not a list")
-    return [decode(item) for item in payload]
+    return [_decode(item) for item in payload]
 
 
 def _dict(data: dict, payload: Any) -> dict:
@@ -117,7 +126,7 @@ _DECODERS = {
     "bytearray": lambda data, payload: bytearray.fromhex(payload),
     "np": _numpy_scalar,
     "ndarray": _numpy_array,
-    "sub": lambda data, payload: decode(payload),
+    "sub": lambda data, payload: _decode(payload),
     "digest": lambda data, payload: Digest(str(data.get("type")), str(payload)),
     "opaque": lambda data, payload: Opaque(str(data.get("type")), str(data.get("repr"))),
 }

@@ -45,7 +45,7 @@ def encode(value, depth=0, budget=None):
     budget[0] -= 1
     if budget[0] < 0:
         raise ValueTooLarge()
-    if depth > 200:
+    if depth > 100:
         raise ValueError("value nested too deeply")
     kind = type(value)
     if value is None or kind is bool or kind is str:
@@ -72,18 +72,29 @@ def encode(value, depth=0, budget=None):
         return {"$": kind.__name__, "v": value.hex()}
     numpy = sys.modules.get("numpy")
     if numpy is not None:
-        if isinstance(value, numpy.generic) and value.dtype.kind in "biuf":
-            return {"$": "np", "dtype": value.dtype.name, "v": encode(value.item(), depth + 1, budget)}
-        if isinstance(value, numpy.ndarray) and value.dtype.kind in "biuf":
+        if isinstance(value, numpy.generic) and value.dtype.kind in "biufc" and value.dtype.itemsize <= 16:
+            item = value.item()
+            if type(item) in (bool, int, float, complex):
+                return {"$": "np", "dtype": value.dtype.name, "v": encode(item, depth + 1, budget)}
+            if value.dtype.kind == "f":  # longdouble: .item() keeps the type; send it as float64
+                return {"$": "np", "dtype": "float64", "v": encode(float(value), depth + 1, budget)}
+        if isinstance(value, numpy.ndarray) and value.dtype.kind in "biufc":
             return {"$": "ndarray", "dtype": value.dtype.name, "v": encode(value.tolist(), depth + 1, budget)}
-    for base in (bool, int, float, str, list, tuple, dict):
+    for base in (bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset):
         if isinstance(value, base):
             return {"$": "sub", "type": _type_name(kind), "v": encode(base(value), depth + 1, budget)}
     return {"$": "opaque", "type": _type_name(kind), "repr": _safe_repr(value)}
 
 
 def digest(value):
-    """A canonical sha256 of a large builtin value (marshal format 0; repr for other types)."""
+    """A canonical sha256 of a large value: marshal format 0 for builtins; dtype, shape and bytes
+    for numpy arrays; the full repr otherwise."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        contiguous = numpy.ascontiguousarray(value)
+        header = f"{contiguous.dtype.str}{contiguous.shape}".encode()
+        data = header + (contiguous.tobytes() if contiguous.dtype.kind != "O" else repr(contiguous.tolist()).encode())
+        return {"$": "digest", "type": _type_name(type(value)), "v": hashlib.sha256(data).hexdigest()}
     try:
         data = marshal.dumps(value, 0)
     except ValueError:

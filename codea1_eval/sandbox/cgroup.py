@@ -1,0 +1,77 @@
+"""Per-worker `pids` cgroups (v1 or v2), when the machine lets us make them.
+
+Every process a worker starts stays in its cgroup whatever it does (new sessions, double forks),
+so killing the cgroup's members leaves nothing behind, and ``pids.max`` bounds fork storms even for
+root, where RLIMIT_NPROC does not apply. Where no writable pids hierarchy exists, the engine falls
+back to killing the process group and the descendants it can see.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+_CANDIDATE_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+
+
+def _writable_root() -> Path | None:
+    """The pids hierarchy: cgroup v1's ``pids`` controller, or a v2 root with pids enabled."""
+    for root in _CANDIDATE_ROOTS:
+        if not ((root / "cgroup.procs").is_file() and os.access(root, os.W_OK)):
+            continue
+        if root.name == "pids":
+            return root
+        controllers = root / "cgroup.subtree_control"
+        if controllers.is_file() and "pids" in controllers.read_text().split():
+            return root
+    return None
+
+
+class PidsCgroup:
+    """A throw-away cgroup holding one worker and everything it spawns."""
+
+    def __init__(self, root: Path, max_pids: int):
+        self.path = root / f"codea1-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.path.mkdir()
+        (self.path / "pids.max").write_text(str(max_pids))
+
+    @classmethod
+    def create(cls, max_pids: int) -> "PidsCgroup | None":
+        """A new cgroup, or None where this machine does not allow one."""
+        root = _writable_root()
+        if root is None:
+            return None
+        try:
+            return cls(root, max_pids)
+        except OSError:
+            return None
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def members(self) -> list[int]:
+        try:
+            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def kill_all(self, timeout: float = 5.0) -> None:
+        """SIGKILL every member until none is left (new forks are caught by the next pass), then remove."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            members = self.members()
+            if not members:
+                break
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass

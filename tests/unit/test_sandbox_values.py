@@ -1,0 +1,372 @@
+"""The value protocol between the sandbox worker (encode, digest) and the trusted side (decode).
+
+worker.py is a script that imports only the standard library; it is loaded here by path, as a
+module, so its encoder is tested in-process. Values travel as JSON (``allow_nan=False``, as the
+worker's Channel sends them), so every round trip here goes through json.dumps/json.loads too.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import importlib.util
+import json
+import math
+import os
+import time
+
+import numpy as np
+import pytest
+
+from codea1_eval.sandbox import engine
+from codea1_eval.sandbox.values import Digest, Opaque, ProtocolViolation, decode, parse_frame
+
+
+def _load_worker():
+    spec = importlib.util.spec_from_file_location("codea1_sandbox_worker_under_test", engine.WORKER_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+worker = _load_worker()
+
+
+def wire(value):
+    """What the trusted side gets for ``value``: encode, JSON as the worker sends it, decode."""
+    return decode(json.loads(json.dumps(worker.encode(value), allow_nan=False)))
+
+
+def wire_digest(value):
+    return decode(json.loads(json.dumps(worker.digest(value), allow_nan=False)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Round trips that keep value and type.
+
+ROUND_TRIPS = [
+    None, True, False, 0, -7, 2**53 - 1, 2**53, -(2**200), 10**400,
+    1.5, 1e308, 5e-324, math.inf, -math.inf,
+    "", "héllo ☃\n\x00", [], [1, [2, [3, "x"]]], (), (1, (2, 3), [4]),
+    {(1, 2): "a", (3,): [1, 2], 1: None, "1": 2, None: (True,)},
+    {1, 2, 3}, frozenset({(1, 2), (3, 4)}), {frozenset({1}), frozenset()}, set(),
+    complex(1, -2), complex(0, math.inf), b"\x00\xff", b"", bytearray(b"ab"),
+]
+
+
+@pytest.mark.parametrize("value", ROUND_TRIPS, ids=[f"{type(v).__name__}-{i}" for i, v in enumerate(ROUND_TRIPS)])
+def test_round_trip_keeps_value_and_type(value):
+    out = wire(value)
+    assert type(out) is type(value)
+    assert out == value
+
+
+def test_ints_beyond_53_bits_are_tagged_as_hex():
+    assert worker.encode(2**53 - 1) == 2**53 - 1
+    assert worker.encode(2**53) == {"$": "int", "v": "0x20000000000000"}
+    assert worker.encode(-(2**60)) == {"$": "int", "v": "-0x1000000000000000"}
+
+
+def test_signed_zero_survives():
+    out = wire(-0.0)
+    assert (type(out), math.copysign(1.0, out)) == (float, -1.0)
+
+
+def test_nan_survives_as_a_tagged_float():
+    assert worker.encode(math.nan) == {"$": "float", "v": "nan"}
+    out = wire(math.nan)
+    assert type(out) is float and math.isnan(out)
+
+
+def test_nested_nan_and_complex_parts():
+    out = wire([math.nan, (complex(math.nan, -0.0),)])
+    assert math.isnan(out[0]) and math.isnan(out[1][0].real)
+    assert math.copysign(1.0, out[1][0].imag) == -1.0
+
+
+def test_dict_keys_keep_their_types_and_order():
+    out = wire({(1, 2): 0, 1: 1, "1": 2, True: 3})  # True == 1: the literal keeps key 1 with value 3
+    assert list(out.items()) == [((1, 2), 0), (1, 3), ("1", 2)]
+    assert [type(k) for k in out] == [tuple, int, str]
+
+
+# --------------------------------------------------------------------------------------------------
+# numpy.
+
+NUMPY_SCALARS = [np.int64(-5), np.int8(3), np.uint8(255), np.uint64(2**64 - 1), np.int32(-(2**31)),
+                 np.float64(0.1), np.float32(1.5), np.float16(0.5), np.bool_(True)]
+
+
+@pytest.mark.parametrize("value", NUMPY_SCALARS, ids=[type(v).__name__ for v in NUMPY_SCALARS])
+def test_numpy_scalar_round_trip(value):
+    out = wire(value)
+    assert (type(out), out) == (type(value), value)
+
+
+NUMPY_ARRAYS = [
+    np.array([[1, 2], [3, 4]], dtype=np.int32),
+    np.array([0.5, -1.25, 1e300], dtype=np.float64),
+    np.array([1.5, 2.5], dtype=np.float32),
+    np.array([True, False]),
+    np.array([2**64 - 1, 0], dtype=np.uint64),
+    np.array([], dtype=np.float64),
+    np.array(7, dtype=np.int16),
+    np.arange(24, dtype=np.int64).reshape(2, 3, 4),
+]
+
+
+@pytest.mark.parametrize("array", NUMPY_ARRAYS, ids=[f"{a.dtype}-{a.shape}" for a in NUMPY_ARRAYS])
+def test_numpy_array_round_trip_keeps_dtype_shape_and_values(array):
+    out = wire(array)
+    assert type(out) is np.ndarray
+    assert (out.dtype, out.shape) == (array.dtype, array.shape)
+    assert np.array_equal(out, array)
+
+
+def test_numpy_array_with_nan_and_inf():
+    out = wire(np.array([np.nan, np.inf, -np.inf]))
+    assert out.dtype == np.float64
+    assert np.array_equal(out, np.array([np.nan, np.inf, -np.inf]), equal_nan=True)
+
+
+def test_numpy_non_numeric_arrays_are_opaque():
+    out = wire(np.array(["a", "b"]))
+    assert type(out) is Opaque and out.type_name == "numpy.ndarray"
+
+
+def test_numpy_longdouble_round_trip():
+    assert float(wire(np.longdouble(1.5))) == 1.5
+
+
+def test_numpy_complex_scalar_is_sent_by_value():
+    assert wire(np.complex128(1 + 2j)) == 1 + 2j
+
+
+# --------------------------------------------------------------------------------------------------
+# Subclasses of builtins arrive as their plain base value.
+
+class MyInt(int):
+    pass
+
+
+class MyStr(str):
+    pass
+
+
+class MyFloat(float):
+    pass
+
+
+class MyList(list):
+    pass
+
+
+class Color(enum.IntEnum):
+    RED = 1
+
+
+Point = collections.namedtuple("Point", "x y")
+
+SUBCLASSES = [
+    (MyInt(5), int, 5), (MyStr("ab"), str, "ab"), (MyFloat(2.5), float, 2.5), (MyList([1, 2]), list, [1, 2]),
+    (Point(1, 2), tuple, (1, 2)), (collections.OrderedDict(a=1), dict, {"a": 1}),
+    (collections.defaultdict(list, {"k": [1]}), dict, {"k": [1]}), (Color.RED, int, 1),
+]
+
+
+@pytest.mark.parametrize("value, base, plain", SUBCLASSES, ids=[type(v[0]).__name__ for v in SUBCLASSES])
+def test_subclass_arrives_as_its_plain_base_value(value, base, plain):
+    encoded = worker.encode(value)
+    assert encoded["$"] == "sub"
+    assert encoded["type"] == f"{type(value).__module__}.{type(value).__qualname__}"
+    out = wire(value)
+    assert (type(out), out) == (base, plain)
+
+
+def test_subclass_with_always_true_eq_arrives_without_its_eq():
+    class Sly(int):
+        def __eq__(self, other):
+            return True
+        __hash__ = int.__hash__
+
+    out = wire(Sly(0))
+    assert type(out) is int
+    assert (out == 3, out == 0) == (False, True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Opaque values: equal to nothing else.
+
+class Anything:
+    def __eq__(self, other):
+        return True
+
+    def __repr__(self):
+        return "Anything()"
+
+
+class BadRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+def test_unknown_object_is_opaque_with_type_name_and_repr():
+    assert worker.encode(Anything()) == {"$": "opaque", "type": f"{__name__}.Anything", "repr": "Anything()"}
+    out = wire(Anything())
+    assert (type(out), out.type_name, out.text) == (Opaque, f"{__name__}.Anything", "Anything()")
+
+
+def test_opaque_is_never_equal_to_anything_else():
+    payload = {"$": "opaque", "type": "m.Anything", "repr": "Anything()"}
+    first, second = decode(payload), decode(payload)
+    assert first != second  # same type and repr, still not equal
+    assert not (first == second)
+    assert [first == other for other in (None, 0, "Anything()", "<opaque m.Anything: Anything()>", Anything())] \
+        == [False, False, False, False, False]
+    assert first in {first} and second not in {first}  # only identity: it stays hashable
+
+
+def test_opaque_repr_is_truncated_and_failures_are_contained():
+    assert worker.encode(BadRepr())["repr"] == "<unrepresentable>"
+
+    class Long:
+        def __repr__(self):
+            return "x" * 10_000
+
+    assert len(worker.encode(Long())["repr"]) == 200
+
+
+def test_digest_of_unrepresentable_value_is_contained():
+    out = wire_digest(BadRepr())
+    assert type(out) is Digest and out.type_name == f"{__name__}.BadRepr"
+
+
+# --------------------------------------------------------------------------------------------------
+# Limits of the encoder and digests of large values.
+
+
+def test_node_budget_boundary():
+    assert worker.ENCODE_NODE_BUDGET == 200_000
+    assert len(worker.encode(list(range(199_999)))) == 199_999  # the list itself is one node
+    with pytest.raises(worker.ValueTooLarge):
+        worker.encode([0] * 200_000)
+
+
+def test_nesting_limit():
+    value = []
+    for _ in range(100):
+        value = [value]
+    assert wire(value) == value  # 101 levels: depth 0..100
+    with pytest.raises(ValueError, match="nested too deeply"):
+        worker.encode([value])
+
+
+def test_digest_is_equal_for_equal_values_only():
+    a, b, c = list(range(300_000)), [i for i in range(300_000)], list(range(300_000))
+    c[-1] = -1
+    da, db, dc = wire_digest(a), wire_digest(b), wire_digest(c)
+    assert (type(da), da.type_name) == (Digest, "builtins.list")
+    assert (da == db, da == dc, hash(da) == hash(db)) == (True, False, True)
+    assert da != a and da != da.sha256
+    assert wire_digest(tuple(a)) != da
+
+
+@pytest.mark.parametrize("left, right", [
+    pytest.param(np.arange(12), np.arange(12).reshape(3, 4), id="shape"),
+    pytest.param(np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.float64), id="dtype"),
+])
+def test_digest_of_arrays_covers_shape_and_dtype(left, right):
+    assert worker.digest(left) != worker.digest(right)
+
+
+def test_digest_of_non_contiguous_arrays_covers_every_element():
+    left = np.arange(10_000).reshape(100, 100)
+    right = left.copy()
+    right[50, 50] = -1
+    assert worker.digest(left.T) != worker.digest(right.T)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "KNOWN LIMIT (README, sandbox): digests are stricter than ==: equal values can get different digests"))
+@pytest.mark.parametrize("left, right", [
+    pytest.param({1: 1, 2: 2}, {2: 2, 1: 1}, id="dict-order"),
+    pytest.param([1, 0], [True, False], id="int-vs-bool"),
+    pytest.param([0, 1], [0.0, 1.0], id="int-vs-float"),
+    pytest.param([0.0], [-0.0], id="signed-zero"),
+])
+def test_digest_of_equal_values_is_equal(left, right):
+    assert left == right
+    assert worker.digest(left) == worker.digest(right)
+
+
+# --------------------------------------------------------------------------------------------------
+# Malformed payloads from a hostile worker.
+
+MALFORMED = [
+    pytest.param({"v": 1}, "untagged", id="untagged-dict"),
+    pytest.param({"$": 5, "v": 1}, "untagged", id="non-string-tag"),
+    pytest.param([1, {"x": 1}], "untagged", id="untagged-inside-list"),
+    pytest.param({"$": "pickle", "v": "gASVAAAA"}, "unknown value tag 'pickle'", id="unknown-tag"),
+    pytest.param({"$": "bytes", "v": "zz"}, "bad bytes payload", id="bad-hex"),
+    pytest.param({"$": "bytes", "v": "abc"}, "bad bytes payload", id="odd-length-hex"),
+    pytest.param({"$": "bytes", "v": None}, "bad bytes payload", id="bytes-not-a-string"),
+    pytest.param({"$": "bytearray", "v": "0g"}, "bad bytearray payload", id="bad-hex-bytearray"),
+    pytest.param({"$": "int", "v": "xyz"}, "bad int payload", id="bad-int-hex"),
+    pytest.param({"$": "int", "v": 5}, "bad int payload", id="int-not-a-string"),
+    pytest.param({"$": "float", "v": "1.5"}, "bad special float", id="float-not-special"),
+    pytest.param({"$": "tuple", "v": "abc"}, "not a list", id="tuple-of-string"),
+    pytest.param({"$": "dict", "v": [[1]]}, "pairs", id="dict-not-pairs"),
+    pytest.param({"$": "dict", "v": [[[1], 2]]}, "bad dict payload", id="dict-unhashable-key"),
+    pytest.param({"$": "set", "v": [[1]]}, "bad set payload", id="set-unhashable-item"),
+    pytest.param({"$": "complex", "v": ["a", "b"]}, "bad complex payload", id="complex-bad-parts"),
+    pytest.param({"$": "np", "dtype": "object", "v": 1}, "unsupported numpy dtype", id="np-object-dtype"),
+    pytest.param({"$": "ndarray", "dtype": "str", "v": [1]}, "unsupported numpy dtype", id="ndarray-str-dtype"),
+    pytest.param({"$": "np", "dtype": "int8", "v": 1000}, "bad np payload", id="np-out-of-range"),
+    pytest.param({"$": "ndarray", "dtype": "int64", "v": [[1], [1, 2]]}, "bad ndarray payload", id="ragged"),
+]
+
+
+@pytest.mark.parametrize("payload, message", MALFORMED)
+def test_malformed_payload_is_a_protocol_violation(payload, message):
+    with pytest.raises(ProtocolViolation, match=message.replace("'", ".")):
+        decode(payload)
+
+
+def test_complex_with_empty_payload_is_a_protocol_violation():
+    with pytest.raises(ProtocolViolation):
+        decode({"$": "complex", "v": []})
+
+
+def test_deep_nesting_is_a_protocol_violation():
+    with pytest.raises(ProtocolViolation):
+        decode(json.loads("[" * 900 + "]" * 900))
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[1]", b'{"x": 1}', b'{"k": 1}', b"[" * 100_000, b"\xff\xfe"])
+def test_malformed_frame_is_a_protocol_violation(raw):
+    with pytest.raises(ProtocolViolation):
+        parse_frame(raw)
+
+
+def test_well_formed_frame_parses():
+    assert parse_frame(b'{"k": "call", "i": 0}') == {"k": "call", "i": 0}
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole path on a pipe: worker Channel -> engine frame reader -> call result.
+
+
+def test_value_through_channel_frame_reader_and_call_result():
+    read_fd, write_fd = os.pipe()
+    try:
+        value = {(1, 2): [1.5, math.inf], "s": {b"\x00"}, "n": np.int32(7)}
+        worker.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "t": 0.25})
+        frame = engine._FrameReader(read_fd).next_frame(time.monotonic() + 5)
+        result = engine._call_result(frame, 4)
+        assert (result.status, result.value, result.duration) == (engine.RETURNED, value, 0.25)
+        assert type(result.value["n"]) is np.int32
+        with pytest.raises(ProtocolViolation, match="unexpected frame"):
+            engine._call_result(frame, 5)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
