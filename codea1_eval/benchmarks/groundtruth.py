@@ -7,7 +7,6 @@ import os
 import pickle
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from codea1_eval.benchmarks.base import Benchmark, Problem

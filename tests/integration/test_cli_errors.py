@@ -5,8 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 
 def _run(*args, env=None, cwd=None):
     return subprocess.run([sys.executable, "-c", "from codea1_eval.cli import main; main()", *args],
