@@ -76,7 +76,7 @@ class Backend(Protocol):
         requests: Sequence[GenerationRequest],
         progress: Callable[[int], None] | None = None,
     ) -> list[list[Completion]]:
-        """Return ``params.n`` completions per request, in order; call ``progress(k)`` as ``k`` finish."""
+        """``params.n`` completions per request, in order; ``progress(k)`` as ``k`` more finish."""
         ...
 
 

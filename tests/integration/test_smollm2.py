@@ -17,7 +17,8 @@ CAPITAL = "What is the capital of France? Answer in one sentence."
 
 
 def chat(question: str, **params) -> GenerationRequest:
-    return GenerationRequest(messages=[{"role": "user", "content": question}], params=SamplingParams(**params))
+    messages = [{"role": "user", "content": question}]
+    return GenerationRequest(messages=messages, params=SamplingParams(**params))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,8 @@ def test_greedy_is_reproducible(backend, greedy):
 
 def test_seeded_sampling_returns_n_reproducible_completions(backend):
     def story(n: int, seed: int) -> GenerationRequest:
-        return chat("Tell me a short story about a robot.", n=n, temperature=1.0, top_p=0.95, max_tokens=12, seed=seed)
+        return chat("Tell me a short story about a robot.", n=n, temperature=1.0, top_p=0.95,
+                    max_tokens=12, seed=seed)
 
     first = backend.generate([story(2, seed=7)])
     assert len(first) == 1 and len(first[0]) == 2

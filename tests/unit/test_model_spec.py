@@ -94,9 +94,10 @@ def test_describe_backends_tells_how_to_install():
 def test_new_backends_plug_into_specs_and_loading(monkeypatch):
     monkeypatch.setattr(spec, "BACKENDS", Registry("model backend"))
     monkeypatch.setattr(spec, "_USAGE", {})
-    register_backend(
-        "fake", lambda argument, **options: ("built", argument, options), usage="fake:MODEL", help="a test"
-    )
+    def factory(argument, **options):
+        return ("built", argument, options)
+
+    register_backend("fake", factory, usage="fake:MODEL", help="a test")
     assert parse_model_spec("fake:m@http://h:1/v1") == ("fake", "m@http://h:1/v1")
     assert load_backend("fake:m", batch_size=2) == ("built", "m", {"batch_size": 2})
     with pytest.raises(UserError, match="Did you mean 'fake'"):
@@ -234,7 +235,9 @@ def test_checkpoint_is_converted_once_under_a_lock(cache: Path, monkeypatch):
 
     monkeypatch.setattr(smollm2, "_convert", fake_convert)
     results = []
-    threads = [threading.Thread(target=lambda: results.append(smollm2.smollm2_checkpoint())) for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: results.append(smollm2.smollm2_checkpoint())) for _ in range(3)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
