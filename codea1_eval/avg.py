@@ -48,6 +48,7 @@ class AvgConfig:
     seed: int = 0
     isolation: str = "process"
     timeout_scale: float = 1.0
+    all_inputs: bool = False
     out: Path | None = field(default=None, metadata={"run_only": True})
     data_dir: Path | None = field(default=None, metadata={"run_only": True})
     parallel: int | None = field(default=None, metadata={"run_only": True})
@@ -144,7 +145,7 @@ def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]
 
 
 def _execution_key(task_id: str, solution: str, config: AvgConfig) -> str:
-    text = f"{task_id}\0{solution}\0{config.timeout_scale}\0{config.isolation}"
+    text = f"{task_id}\0{solution}\0{config.timeout_scale}\0{config.isolation}\0{config.all_inputs}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -161,8 +162,9 @@ def execute_samples(config: AvgConfig, benchmark: Benchmark, samples: dict[str, 
             if key not in verdicts:
                 pending[key] = (problems[task_id], sample["solution"])
     keys = list(pending)
+    oracle = None if config.all_inputs else benchmark.oracle
     programs = (candidate_program(pending[k][0], truth.get(pending[k][0].task_id), pending[k][1],
-                                  config.timeout_scale) for k in keys)
+                                  config.timeout_scale, oracle) for k in keys)
     with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
         for index, result in executor.map_unordered(programs):
             problem = pending[keys[index]][0]

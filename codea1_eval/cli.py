@@ -34,6 +34,8 @@ def avg(
     isolation: str = typer.Option("process", help="process | bwrap"),
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
+    all_inputs: bool = typer.Option(False, help="Run every input even after a failure (default: stop "
+                                    "each input list at its first failure, as evalplus does)."),
     batch_size: int = typer.Option(16, min=1, help="Generation batch size."),
     overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
 ) -> None:
@@ -43,7 +45,7 @@ def avg(
 
     config = AvgConfig(benchmark=benchmark, coder=None if samples else coder, samples=samples, n=n,
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
-                       seed=seed, isolation=isolation, timeout_scale=timeout_scale, out=out,
+                       seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs, out=out,
                        data_dir=data_dir, parallel=parallel, batch_size=batch_size, overwrite=overwrite)
     print_avg_metrics(run_avg(config))
 

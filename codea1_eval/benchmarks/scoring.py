@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.benchmarks.groundtruth import GroundTruth
-from codea1_eval.sandbox import RETURNED, ExecResult, Program
-from codea1_eval.sandbox.compare import compare_outputs
+from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program
+from codea1_eval.sandbox.compare import EvalplusComparator, compare_outputs
 
 MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
@@ -52,9 +52,28 @@ def _time_limits(times: list[float], scale: float) -> list[float]:
     return [max(MIN_TIME_LIMIT_S, GT_TIME_LIMIT_FACTOR * t) * scale for t in times]
 
 
+def _fail_fast(oracle: str, problem: Problem, truth: GroundTruth):
+    """``Program.next_call`` that stops a list (base, then plus) at its first failing input, as
+    evalplus' default fast check does: after a base failure the plus inputs still run."""
+    comparators = [EvalplusComparator(oracle, problem.entry_point, problem.atol) for _ in range(2)]
+
+    def next_call(index: int, call: CallResult) -> int:
+        in_base = index < problem.n_base
+        comparator = comparators[0 if in_base else 1]
+        if comparator.check(problem.inputs[index], truth.outputs[index], call.status == RETURNED, call.value):
+            return index + 1
+        return problem.n_base if in_base else len(problem.inputs)
+
+    return next_call
+
+
 def candidate_program(problem: Problem, truth: GroundTruth | None, code: str,
-                      timeout_scale: float = 1.0) -> Program:
-    """The Program that evaluates ``code`` on ``problem`` with evalplus-style time limits."""
+                      timeout_scale: float = 1.0, oracle: str | None = None) -> Program:
+    """The Program that evaluates ``code`` on ``problem`` with evalplus-style time limits.
+
+    With ``oracle`` (the benchmark's comparison rules) each input list stops at its first failure;
+    without it every input runs.
+    """
     if problem.test_script is not None:
         return Program(code, None, script=problem.test_script,
                        time_limits=[SCRIPT_TIME_LIMIT_S * timeout_scale])
@@ -62,7 +81,8 @@ def candidate_program(problem: Problem, truth: GroundTruth | None, code: str,
     base, plus = limits[:problem.n_base], limits[problem.n_base:]
     total = sum(min(TASK_TIME_CAP_S, sum(part)) + 1 for part in (base, plus) if part)
     return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
-                   total_time_limit=total * timeout_scale + 10.0)
+                   total_time_limit=total * timeout_scale + 10.0,
+                   next_call=_fail_fast(oracle, problem, truth) if oracle else None)
 
 
 def judge(benchmark: Benchmark, problem: Problem, truth: GroundTruth | None,

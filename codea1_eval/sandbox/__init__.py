@@ -1,11 +1,11 @@
 """Sandboxed execution of untrusted programs: workers, limits, isolation, trusted comparison."""
 
 from codea1_eval.sandbox.engine import (
-    CRASH, ERROR, FAIL, OK, RETURNED, SANDBOX_ERROR, TIMEOUT,
+    CRASH, ERROR, FAIL, OK, RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT,
     CallResult, ExecResult, Executor, Program, SandboxLimits, run_program,
 )
 
 __all__ = [
-    "CRASH", "ERROR", "FAIL", "OK", "RETURNED", "SANDBOX_ERROR", "TIMEOUT",
+    "CRASH", "ERROR", "FAIL", "OK", "RETURNED", "SANDBOX_ERROR", "SKIPPED", "TIMEOUT",
     "CallResult", "ExecResult", "Executor", "Program", "SandboxLimits", "run_program",
 ]

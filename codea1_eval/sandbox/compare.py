@@ -66,6 +66,35 @@ def _exact_match(dataset: str, entry_point: str, inputs, out, exp, atol) -> bool
     return bool(out == exp)
 
 
+class EvalplusComparator:
+    """Judges the calls of one input list in order (evalplus keeps the forced float atol across
+    the later inputs of a list, so the comparator is stateful: use one per list)."""
+
+    def __init__(self, dataset: str, entry_point: str, atol: float):
+        self.dataset = dataset
+        self.entry_point = entry_point
+        self.atol = atol
+
+    def check(self, args: Sequence[Any], exp: Any, returned: bool, out: Any) -> bool:
+        """Whether a call that returned ``out`` (or did not return) matches ``exp``."""
+        if not returned:
+            return False
+        try:
+            if self.dataset == "humaneval" and self.entry_point == "find_zero":
+                return abs(_poly(*args, out)) <= self.atol
+            exact = _exact_match(self.dataset, self.entry_point, args, out, exp, self.atol)
+            if self.atol == 0 and is_floats(exp):
+                self.atol = 1e-6
+            if not exact and self.atol != 0:
+                ok = type(out) == type(exp)  # noqa: E721 - evalplus compares exact types
+                if ok and isinstance(exp, (list, tuple)):
+                    ok = len(out) == len(exp)
+                return bool(ok and np.allclose(out, exp, rtol=1e-07, atol=self.atol))
+            return bool(exact)
+        except Exception:
+            return False
+
+
 def compare_outputs(
     dataset: str,
     entry_point: str,
@@ -75,25 +104,6 @@ def compare_outputs(
     atol: float,
 ) -> list[bool]:
     """Judge each call; ``outputs[i]`` is (returned normally, value). ``dataset`` is humaneval|mbpp."""
-    verdicts = []
-    for args, exp, (returned, out) in zip(inputs, expected, outputs):
-        if not returned:
-            verdicts.append(False)
-            continue
-        try:
-            if dataset == "humaneval" and entry_point == "find_zero":
-                verdicts.append(abs(_poly(*args, out)) <= atol)
-                continue
-            exact = _exact_match(dataset, entry_point, args, out, exp, atol)
-            if atol == 0 and is_floats(exp):
-                atol = 1e-6
-            if not exact and atol != 0:
-                ok = type(out) == type(exp)  # noqa: E721 - evalplus compares exact types
-                if ok and isinstance(exp, (list, tuple)):
-                    ok = len(out) == len(exp)
-                verdicts.append(bool(ok and np.allclose(out, exp, rtol=1e-07, atol=atol)))
-            else:
-                verdicts.append(bool(exact))
-        except Exception:
-            verdicts.append(False)
-    return verdicts
+    comparator = EvalplusComparator(dataset, entry_point, atol)
+    return [comparator.check(args, exp, returned, out)
+            for args, exp, (returned, out) in zip(inputs, expected, outputs)]

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import psutil
 
@@ -36,7 +36,9 @@ SANDBOX_RETRIES = 2
 
 # Per-call statuses. "returned" is the engine's word for "ran to completion"; scoring turns it into
 # pass or fail by comparing the value on the trusted side.
-RETURNED, FAIL, ERROR, TIMEOUT, CRASH = "returned", "fail", "error", "timeout", "crash"
+RETURNED, FAIL, ERROR, TIMEOUT, CRASH, SKIPPED = (
+    "returned", "fail", "error", "timeout", "crash", "skipped")
+JUMP = "jump"
 # Per-program statuses.
 OK, LOAD_ERROR, LOAD_TIMEOUT, LOAD_CRASH, SANDBOX_ERROR = (
     "ok", "load_error", "load_timeout", "load_crash", "sandbox_error")
@@ -71,7 +73,9 @@ class Program:
     """A candidate program plus the calls to evaluate on it.
 
     Either ``calls`` (argument tuples for ``entry_point``) or ``script`` (test code run once after
-    the program, e.g. HumanEval's ``check(candidate)``; it counts as one call).
+    the program, e.g. HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when
+    given, sees each result and names the next call to run (to stop early on a failure, as
+    evalplus does); calls it jumps over are SKIPPED and a fresh worker resumes after the jump.
     """
 
     code: str
@@ -80,6 +84,7 @@ class Program:
     script: str | None = None
     time_limits: Sequence[float] = (3.0,)
     total_time_limit: float | None = None
+    next_call: Callable[[int, "CallResult"], int] | None = None
 
     @property
     def n_calls(self) -> int:
@@ -332,38 +337,62 @@ def _drive(session: _Session, program: Program, limits: SandboxLimits, start: in
 
     index = start
     while index < program.n_calls:
-        call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
-        try:
-            frame = reader.next_frame(min(call_deadline, total_deadline))
-        except TimeoutError:
-            if time.monotonic() >= total_deadline:
-                return "total_timeout", index, None
-            results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
-                                        duration=program.time_limits[index] + limits.grace_s)
-            return TIMEOUT, index + 1, None
-        except ProtocolViolation as exc:
-            results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-            return CRASH, index + 1, None
-        if frame is None:
-            results[index] = CallResult(CRASH, error="worker died during the call")
-            return CRASH, index + 1, None
-        if frame.get("k") == "digesting" and frame.get("i") == index:
-            # A large value is being hashed: allow hashing time, but only for a call that returned
-            # within its own limit (a forged early "digesting" frame can gain at most DIGEST_TIME_S).
-            try:
-                frame = reader.next_frame(min(time.monotonic() + DIGEST_TIME_S, total_deadline))
-            except (TimeoutError, ProtocolViolation):
-                frame = None
-            if frame is None:
-                results[index] = CallResult(TIMEOUT, error="large return value not digested in time")
-                return TIMEOUT, index + 1, None
-        try:
-            results[index] = _call_result(frame, index)
-        except ProtocolViolation as exc:
-            results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-            return CRASH, index + 1, None
-        index += 1
+        outcome = _await_call(reader, program, limits, index, results, total_deadline)
+        if outcome == "total_timeout":
+            return outcome, index, None
+        following = _next_call(program, index, results)
+        if outcome != OK:
+            return outcome, following, None
+        if following != index + 1:
+            return JUMP, following, None
+        index = following
     return OK, index, None
+
+
+def _await_call(reader: _FrameReader, program: Program, limits: SandboxLimits, index: int,
+                results: list, total_deadline: float) -> str:
+    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH or "total_timeout"."""
+    call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
+    try:
+        frame = reader.next_frame(min(call_deadline, total_deadline))
+    except TimeoutError:
+        if time.monotonic() >= total_deadline:
+            return "total_timeout"
+        results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
+                                    duration=program.time_limits[index] + limits.grace_s)
+        return TIMEOUT
+    except ProtocolViolation as exc:
+        results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+        return CRASH
+    if frame is None:
+        results[index] = CallResult(CRASH, error="worker died during the call")
+        return CRASH
+    if frame.get("k") == "digesting" and frame.get("i") == index:
+        # A large value is being hashed: allow hashing time, but only for a call that returned
+        # within its own limit (a forged early "digesting" frame can gain at most DIGEST_TIME_S).
+        try:
+            frame = reader.next_frame(min(time.monotonic() + DIGEST_TIME_S, total_deadline))
+        except (TimeoutError, ProtocolViolation):
+            frame = None
+        if frame is None:
+            results[index] = CallResult(TIMEOUT, error="large return value not digested in time")
+            return TIMEOUT
+    try:
+        results[index] = _call_result(frame, index)
+    except ProtocolViolation as exc:
+        results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+        return CRASH
+    return OK
+
+
+def _next_call(program: Program, index: int, results: list) -> int:
+    """The next call to run after ``index``; calls jumped over are marked SKIPPED."""
+    if program.next_call is None:
+        return index + 1
+    following = max(index + 1, min(program.next_call(index, results[index]), program.n_calls))
+    for skipped in range(index + 1, following):
+        results[skipped] = CallResult(SKIPPED, error="not run: an earlier input failed")
+    return following
 
 
 def _call_result(frame: dict, index: int) -> CallResult:

@@ -22,18 +22,18 @@ from codea1_eval.prompts import code_messages
 
 pytestmark = pytest.mark.slow
 
-GENERATED_TASKS = 40
+GENERATED_TASKS = 16
 SAMPLES_PER_TASK = 4
-MUTANTS_PER_TASK = 3
+MUTANTS_PER_TASK = 4
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 
 
 @pytest.fixture(scope="module")
 def samples_file(tmp_path_factory, data_dir):
     benchmark = load_benchmark("humaneval+", data_dir)
-    backend = load_backend("smollm2", batch_size=SAMPLES_PER_TASK)
+    backend = load_backend("smollm2", batch_size=16)
     requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
-        n=SAMPLES_PER_TASK, temperature=0.8, top_p=0.95, max_tokens=384, seed=7))
+        n=SAMPLES_PER_TASK, temperature=0.8, top_p=0.95, max_tokens=256, seed=7))
         for p in benchmark.problems[:GENERATED_TASKS]]
     records = []
     for problem, completions in zip(benchmark.problems, backend.generate(requests)):

@@ -1,0 +1,40 @@
+"""Engine control flow: jumps requested by `Program.next_call` and evalplus-style fail-fast scoring."""
+
+from codea1_eval.benchmarks.base import load_benchmark
+from codea1_eval.benchmarks.groundtruth import compute_ground_truth
+from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.sandbox import Executor, Program, run_program
+
+IDENTITY = "def f(x):\n    return x\n"
+
+
+def test_jump_skips_calls_and_resumes_on_a_fresh_worker():
+    program = Program(IDENTITY, "f", calls=[(i,) for i in range(8)], time_limits=[1.0] * 8,
+                      next_call=lambda index, call: 5 if index == 1 else index + 1)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned"] * 2 + ["skipped"] * 3 + ["returned"] * 3
+    assert [c.value for c in result.calls[5:]] == [5, 6, 7]
+    assert result.workers == 2
+
+
+def test_stop_after_timeout_skips_the_rest():
+    code = "def f(x):\n    while x == 1:\n        pass\n    return x\n"
+    program = Program(code, "f", calls=[(i,) for i in range(6)], time_limits=[0.3] * 6,
+                      next_call=lambda index, call: 6 if call.status != "returned" else index + 1)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "timeout"] + ["skipped"] * 4
+    assert result.workers == 1
+
+
+def test_fail_fast_runs_plus_inputs_after_a_base_failure(data_dir):
+    benchmark = load_benchmark("humaneval+", data_dir).limit(1)
+    problem = benchmark.problems[0]
+    truth = compute_ground_truth(benchmark, Executor())[problem.task_id]
+    wrong = problem.reference.replace("return True", "return False", 1)
+    fast = judge(benchmark, problem, truth, run_program(candidate_program(problem, truth, wrong, oracle="humaneval")))
+    full = judge(benchmark, problem, truth, run_program(candidate_program(problem, truth, wrong)))
+    assert (fast.base_status, fast.plus_status) == (full.base_status, full.plus_status) == ("fail", "fail")
+    assert "skipped" in fast.call_statuses and "skipped" not in full.call_statuses
+    first_base_failure = full.call_statuses.index("fail")
+    assert fast.call_statuses[:first_base_failure + 1] == full.call_statuses[:first_base_failure + 1]
+    assert fast.call_statuses[problem.n_base] == full.call_statuses[problem.n_base]
