@@ -7,4 +7,4 @@ if ! command -v bwrap >/dev/null; then
 fi
 bash scripts/install.sh test
 export CODEA1_DATA_DIR="${CODEA1_DATA_DIR:-$(cd .. && pwd)/shared/data}"
-python -m pytest -q --durations=15 "$@"
+python -m pytest -q --durations=15 -m "slow or not slow" "$@"

@@ -22,7 +22,7 @@ from codea1_eval.prompts import code_messages
 
 pytestmark = pytest.mark.slow
 
-GENERATED_TASKS = 16
+GENERATED_TASKS = 10
 SAMPLES_PER_TASK = 4
 MUTANTS_PER_TASK = 4
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
@@ -33,7 +33,7 @@ def samples_file(tmp_path_factory, data_dir):
     benchmark = load_benchmark("humaneval+", data_dir)
     backend = load_backend("smollm2", batch_size=16)
     requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
-        n=SAMPLES_PER_TASK, temperature=0.8, top_p=0.95, max_tokens=256, seed=7))
+        n=SAMPLES_PER_TASK, temperature=0.8, top_p=0.95, max_tokens=192, seed=7))
         for p in benchmark.problems[:GENERATED_TASKS]]
     records = []
     for problem, completions in zip(benchmark.problems, backend.generate(requests)):
@@ -78,4 +78,4 @@ def test_verdicts_agree_with_evalplus(samples_file, data_dir, tmp_path):
     assert agreement >= 0.995
     assert {task for task, _ in disagreements} <= set(EXPLAINED)
     for key in disagreements:
-        assert theirs[key] == (theirs[key][0], False) and ours[key][1] is True
+        assert theirs[key] == (False, False) and ours[key] != (False, False)
