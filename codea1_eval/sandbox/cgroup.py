@@ -58,20 +58,25 @@ class PidsCgroup:
         except OSError:
             return []
 
-    def kill_all(self, timeout: float = 5.0) -> None:
-        """SIGKILL every member until none is left (new forks are caught by the next pass), then remove."""
+    def kill_all(self, timeout: float = 5.0) -> bool:
+        """SIGKILL every member until none is left (new forks are caught by the next pass), then
+        remove the cgroup. True when it was emptied."""
         deadline = time.monotonic() + timeout
+        delay, emptied = 0.0002, False
         while time.monotonic() < deadline:
             members = self.members()
             if not members:
+                emptied = True
                 break
             for pid in members:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
-            time.sleep(0.005)
+            time.sleep(delay)  # a killed process leaves the cgroup within a fraction of a ms
+            delay = min(delay * 2, 0.005)
         try:
             self.path.rmdir()
         except OSError:
             pass
+        return emptied

@@ -134,12 +134,15 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
 
 def kill_tree(process: subprocess.Popen, cgroup: PidsCgroup | None = None) -> None:
     """SIGKILL the worker, its process group, every descendant it still has, and its cgroup."""
-    if cgroup is not None:
-        cgroup.kill_all()
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
+    descendants = []
+    if cgroup is None or not cgroup.kill_all():
+        # Without a (emptied) cgroup: find what the worker still has. After kill_all() emptied the
+        # cgroup the worker is dead, so its children (if any escaped the cgroup) were re-parented
+        # and a scan from its pid would find nothing: skip the scan (~3-15 ms of /proc reads).
+        try:
+            descendants = psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:
+            descendants = []
     groups = {process.pid}
     for child in descendants:
         try:
@@ -203,7 +206,7 @@ class _Session:
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1-sbx-"))
         read_fd, write_fd = os.pipe()
-        command = [sys.executable, "-I", str(WORKER_SCRIPT), str(write_fd)]
+        command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
         command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden)
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5

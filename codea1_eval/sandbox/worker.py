@@ -14,7 +14,6 @@ Values are encoded as JSON with tagged containers (see ``encode``); expected out
 this process, so a forged frame gains nothing unless it carries the right answer.
 """
 
-import hashlib
 import json
 import marshal
 import math
@@ -89,6 +88,8 @@ def encode(value, depth=0, budget=None):
 def digest(value):
     """A canonical sha256 of a large value: marshal format 0 for builtins; dtype, shape and bytes
     for numpy arrays; the full repr otherwise."""
+    import hashlib  # imported on first use: it loads OpenSSL, a few ms of every worker's start-up
+
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):
         contiguous = numpy.ascontiguousarray(value)
@@ -170,9 +171,39 @@ def _silence_stdio():
     os.close(devnull)
 
 
+class _LazySite:
+    """The worker starts with -S: site-packages and their .pth hooks (editable installs, namespace
+    packages, vendor hooks) cost ~40 ms per worker here and most candidates import only the standard
+    library. This last meta-path finder runs ``site.main()`` on the first import the standard
+    library cannot satisfy, then retries it, so a candidate sees the same modules as with site."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        sys.meta_path.remove(cls)
+        import site
+
+        site.main()
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                return spec
+        return None
+
+
+def _lite_site():
+    import site
+
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+    sys.meta_path.append(_LazySite)
+
+
 def main():
     channel = Channel(int(sys.argv[1]))
     job = pickle.load(sys.stdin.buffer)
+    _lite_site()
     _silence_stdio()
     apply_limits(job["limits"])
     signal.signal(signal.SIGALRM, _on_alarm)
