@@ -207,7 +207,7 @@ class _Session:
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1-sbx-"))
         read_fd, write_fd = os.pipe()
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
-        command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden)
+        command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
         job = {

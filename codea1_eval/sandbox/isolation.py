@@ -18,7 +18,7 @@ class ProcessIsolation:
 
     name = "process"
 
-    def wrap(self, command: list[str], workdir: Path, hidden: list[Path]) -> list[str]:
+    def wrap(self, command: list[str], workdir: Path, hidden: list[Path], readable: list[Path]) -> list[str]:
         return command
 
 
@@ -26,7 +26,8 @@ class BubblewrapIsolation:
     """The process level inside bubblewrap: read-only root, private /tmp, no network, own PID space.
 
     ``hidden`` paths (dataset and cache folders) are covered by empty tmpfs mounts so a candidate
-    cannot read reference solutions or cached expected outputs.
+    cannot read reference solutions or cached expected outputs; ``readable`` paths (the harness
+    package holding the worker script, which may live under /tmp) are bound read-only on top of those mounts.
     """
 
     name = "bwrap"
@@ -38,7 +39,7 @@ class BubblewrapIsolation:
                 "--isolation bwrap needs bubblewrap: install it with `apt-get install -y bubblewrap`."
             )
 
-    def wrap(self, command: list[str], workdir: Path, hidden: list[Path]) -> list[str]:
+    def wrap(self, command: list[str], workdir: Path, hidden: list[Path], readable: list[Path]) -> list[str]:
         prefix = [
             self.binary, "--unshare-all", "--die-with-parent", "--new-session",
             "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
@@ -46,6 +47,8 @@ class BubblewrapIsolation:
         for path in hidden:
             if path.is_dir():
                 prefix += ["--tmpfs", str(path)]
+        for path in readable:
+            prefix += ["--ro-bind", str(path), str(path)]
         prefix += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
         return prefix + command
 

@@ -748,10 +748,15 @@ def test_bwrap_has_no_network(sandbox):
 
 @BWRAP_ONLY
 def test_bwrap_hides_the_hidden_paths(sandbox):
-    secret = Path(__file__)
-    code = f"import os\ndef add(a, b):\n    return os.path.exists({str(secret)!r})\n"
-    shown = sandbox.run(code, calls=INPUTS[:1])
-    hidden = sandbox.run(code, calls=INPUTS[:1], hidden=[secret.parent])
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="codea1-secret-"))  # bwrap replaces /tmp
+    secret = folder / "reference.py"
+    secret.write_text("SECRET = 1\n")
+    try:
+        code = f"import os\ndef add(a, b):\n    return os.path.exists({str(secret)!r})\n"
+        shown = sandbox.run(code, calls=INPUTS[:1])
+        hidden = sandbox.run(code, calls=INPUTS[:1], hidden=[folder])
+    finally:
+        shutil.rmtree(folder)
     assert [c.value for c in shown.calls] == [True]
     assert [c.value for c in hidden.calls] == [False]
     sandbox.assert_contained()
