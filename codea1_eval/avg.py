@@ -25,7 +25,8 @@ from codea1_eval.errors import UserError
 from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
 from codea1_eval.prompts import code_messages
-from codea1_eval.results import JsonlAppender, RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
+from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
+                                 write_jsonl_atomic)
 from codea1_eval.sandbox import Executor, SandboxLimits
 
 REPORTED_KS = (1, 8, 16, 32)
@@ -67,7 +68,7 @@ class AvgConfig:
     def default_out(self) -> Path:
         source = Path(self.samples).stem if self.samples else (self.coder or "model")
         slug = re.sub(r"[^A-Za-z0-9._+-]+", "_", source).strip("_")[-60:]
-        return Path("runs") / f"avg-{self.benchmark}-{slug}-{hashlib.sha256(json.dumps(self.identity(), default=str, sort_keys=True).encode()).hexdigest()[:8]}"
+        return Path("runs") / f"avg-{self.benchmark}-{slug}-{config_hash(self.identity())[:8]}"
 
 
 def _sample_key(task_id: str, index: int) -> str:
@@ -231,9 +232,10 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     if config.samples is not None:
         identity["samples_sha256"] = file_sha256(Path(config.samples))
     run = RunDir(config.out or config.default_out(), "avg", identity, config.overwrite)
-    run.write_manifest({"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                                      "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                        "sandbox": asdict(limits), "status": "running"})
+    facts = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                           "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+             "sandbox": asdict(limits)}
+    run.write_manifest({**facts, "status": "running"})
     if config.samples is not None:
         samples = read_samples_file(Path(config.samples), benchmark)
     else:
@@ -247,9 +249,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
     _write_samples(run, samples, verdicts)
     write_json_atomic(run.file(METRICS), metrics)
-    run.write_manifest({"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                                      "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                        "sandbox": asdict(limits), "status": "complete"})
+    run.write_manifest({**facts, "status": "complete"})
     metrics["run_dir"] = str(run.path)
     return metrics
 

@@ -39,6 +39,7 @@ SANDBOX_RETRIES = 2
 RETURNED, FAIL, ERROR, TIMEOUT, CRASH, SKIPPED = (
     "returned", "fail", "error", "timeout", "crash", "skipped")
 JUMP = "jump"
+TOTAL_TIMEOUT = "total_timeout"
 # Per-program statuses.
 OK, LOAD_ERROR, LOAD_TIMEOUT, LOAD_CRASH, SANDBOX_ERROR = (
     "ok", "load_error", "load_timeout", "load_crash", "sandbox_error")
@@ -293,7 +294,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             call_status = {LOAD_ERROR: ERROR, LOAD_TIMEOUT: TIMEOUT, LOAD_CRASH: CRASH}[kind]
             _fill(results, next_call, call_status, detail)
             break
-        if kind == "total_timeout":
+        if kind == TOTAL_TIMEOUT:
             _fill(results, next_call, TIMEOUT, "total time limit exceeded")
             break
         if kind == CRASH:
@@ -303,33 +304,39 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
                 break
         if program.n_calls == 0:
             break
-    return ExecResult(status, [r for r in results], error, workers, time.monotonic() - began)
+    return ExecResult(status, list(results), error, workers, time.monotonic() - began)
+
+
+def _phase_frame(reader: "_FrameReader", deadline: float, total_deadline: float):
+    """The next frame before ``deadline``: a dict, None on EOF, TOTAL_TIMEOUT when the program's
+    total budget ran out, or the TimeoutError / ProtocolViolation that ended the wait."""
+    try:
+        return reader.next_frame(min(deadline, total_deadline))
+    except TimeoutError as exc:
+        return TOTAL_TIMEOUT if time.monotonic() >= total_deadline else exc
+    except ProtocolViolation as exc:
+        return exc
 
 
 def _drive(session: _Session, program: Program, limits: SandboxLimits, start: int,
            results: list, total_deadline: float) -> tuple[str, int, str | None]:
     """Run one worker until it finishes, dies or overruns. Returns (outcome, next call, detail)."""
     reader = session.reader
-    try:
-        frame = reader.next_frame(min(time.monotonic() + STARTUP_TIMEOUT_S, total_deadline))
-    except TimeoutError:
-        if time.monotonic() >= total_deadline:
-            return "total_timeout", start, None
-        return SANDBOX_ERROR, start, "worker did not start in time"
-    except ProtocolViolation as exc:
-        return SANDBOX_ERROR, start, f"worker sent a bad greeting: {exc}"
+    frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, total_deadline)
+    if frame == TOTAL_TIMEOUT:
+        return TOTAL_TIMEOUT, start, None
+    if isinstance(frame, Exception):
+        return SANDBOX_ERROR, start, f"worker did not greet: {frame}"
     if frame is None or frame.get("k") != "hello":
         return SANDBOX_ERROR, start, session.startup_error()
 
-    load_deadline = min(time.monotonic() + limits.load_time_limit + limits.grace_s, total_deadline)
-    try:
-        frame = reader.next_frame(load_deadline)
-    except TimeoutError:
-        if time.monotonic() >= total_deadline:
-            return "total_timeout", start, None
+    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, total_deadline)
+    if frame == TOTAL_TIMEOUT:
+        return TOTAL_TIMEOUT, start, None
+    if isinstance(frame, TimeoutError):
         return LOAD_TIMEOUT, start, "program load timed out"
-    except ProtocolViolation as exc:
-        return LOAD_CRASH, start, f"protocol violation while loading: {exc}"
+    if isinstance(frame, ProtocolViolation):
+        return LOAD_CRASH, start, f"protocol violation while loading: {frame}"
     if frame is None:
         return LOAD_CRASH, start, "worker exited while loading the program"
     if frame.get("k") == "load":
@@ -341,7 +348,7 @@ def _drive(session: _Session, program: Program, limits: SandboxLimits, start: in
     index = start
     while index < program.n_calls:
         outcome = _await_call(reader, program, limits, index, results, total_deadline)
-        if outcome == "total_timeout":
+        if outcome == TOTAL_TIMEOUT:
             return outcome, index, None
         following = _next_call(program, index, results)
         if outcome != OK:
@@ -354,13 +361,13 @@ def _drive(session: _Session, program: Program, limits: SandboxLimits, start: in
 
 def _await_call(reader: _FrameReader, program: Program, limits: SandboxLimits, index: int,
                 results: list, total_deadline: float) -> str:
-    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH or "total_timeout"."""
+    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH or TOTAL_TIMEOUT."""
     call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
     try:
         frame = reader.next_frame(min(call_deadline, total_deadline))
     except TimeoutError:
         if time.monotonic() >= total_deadline:
-            return "total_timeout"
+            return TOTAL_TIMEOUT
         results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
                                     duration=program.time_limits[index] + limits.grace_s)
         return TIMEOUT
