@@ -54,6 +54,8 @@ class AvgConfig:
     data_dir: Path | None = field(default=None, metadata={"run_only": True})
     parallel: int | None = field(default=None, metadata={"run_only": True})
     batch_size: int = field(default=16, metadata={"run_only": True})
+    backend_options: dict = field(default_factory=dict, metadata={"run_only": True})
+    generation_cache: bool = field(default=True, metadata={"run_only": True})
     overwrite: bool = field(default=False, metadata={"run_only": True})
 
     def identity(self) -> dict:
@@ -79,32 +81,42 @@ def _task_seed(seed: int, task_id: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}".encode()).digest()[:4], "big")
 
 
-def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> dict[str, list[dict]]:
-    """Sample ``n`` responses per problem, appending each finished task to generations.jsonl."""
+def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tuple[dict[str, list[dict]], dict]:
+    """Sample ``n`` responses per problem, appending each finished task to generations.jsonl.
+
+    Returns the samples and generation facts for the manifest (model identity, cache hits/misses).
+    """
     from codea1_eval.models import GenerationRequest, SamplingParams, load_backend
 
     done: dict[str, dict] = {r["key"]: r for r in read_jsonl(run.file(GENERATIONS))}
     todo = [p for p in benchmark.problems
             if any(_sample_key(p.task_id, i) not in done for i in range(config.n))]
+    facts: dict[str, Any] = {}
     if todo:
-        backend = load_backend(config.coder, batch_size=config.batch_size)
+        backend = load_backend(config.coder, config.backend_options, hints={"batch_size": config.batch_size},
+                               cache="default" if config.generation_cache else None)
+        # Seeded per task: a sample does not depend on which tasks share its call, so a resumed run
+        # generates exactly what an uninterrupted one would.
+        requests = [GenerationRequest(code_messages(problem.question), params=SamplingParams(
+            n=config.n, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+            seed=_task_seed(config.seed, problem.task_id))) for problem in todo]
+        per_call = backend.max_requests_per_call or len(requests)
         with JsonlAppender(run.file(GENERATIONS)) as out, \
                 progress(f"generating ({config.coder})", len(todo) * config.n) as advance:
-            for problem in todo:
-                # One task per call, seeded by task: samples do not depend on batching, so a resumed
-                # run generates exactly what an uninterrupted one would.
-                request = GenerationRequest(code_messages(problem.question), params=SamplingParams(
-                    n=config.n, temperature=config.temperature, top_p=config.top_p,
-                    max_tokens=config.max_tokens, seed=_task_seed(config.seed, problem.task_id)))
-                completions = backend.generate([request], progress=advance)[0]
-                records = [{"key": _sample_key(problem.task_id, index), "task_id": problem.task_id,
-                            "sample_index": index, "response": completion.text,
-                            "finish_reason": completion.finish_reason,
-                            "prompt_tokens": completion.prompt_tokens,
-                            "completion_tokens": completion.completion_tokens}
-                           for index, completion in enumerate(completions)]
-                out.append_many(records)
-                done.update((record["key"], record) for record in records)
+            for start in range(0, len(requests), per_call):
+                chunk = todo[start:start + per_call]
+
+                def keep(index: int, completions: list, chunk: list[Problem] = chunk) -> None:
+                    task_id = chunk[index].task_id
+                    records = [{"key": _sample_key(task_id, i), "task_id": task_id, "sample_index": i,
+                                "response": c.text, "finish_reason": c.finish_reason,
+                                "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
+                               for i, c in enumerate(completions)]
+                    out.append_many(records)
+                    done.update((record["key"], record) for record in records)
+
+                backend.generate(requests[start:start + per_call], progress=advance, on_result=keep)
+        facts = {"model": backend.identity, **_cache_facts(backend)}
     samples: dict[str, list[dict]] = {}
     for problem in benchmark.problems:
         samples[problem.task_id] = []
@@ -113,7 +125,16 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> di
             code, how = extract_code(record["response"])
             samples[problem.task_id].append({"solution": build_program(problem.prompt, code),
                                              "extraction": how})
-    return samples
+    return samples, facts
+
+
+def _cache_facts(backend: Any) -> dict:
+    from codea1_eval.models.cache import CachedBackend
+
+    if not isinstance(backend, CachedBackend):
+        return {"generation_cache": None}
+    return {"generation_cache": {"path": str(backend.cache.path), "hits": backend.stats.hits,
+                                 "misses": backend.stats.misses}}
 
 
 def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]:
@@ -239,7 +260,9 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     if config.samples is not None:
         samples = read_samples_file(Path(config.samples), benchmark)
     else:
-        samples = generate_samples(config, benchmark, run)
+        samples, generation = generate_samples(config, benchmark, run)
+        facts["generation"] = generation
+        run.write_manifest({**facts, "status": "running"})
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)
     missing = [t for t, gt in truth.items() if not gt.ok and t in samples]

@@ -15,12 +15,16 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 sandbox_app = typer.Typer(no_args_is_help=True, help="The execution sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
 
+MODEL_SPEC_HELP = ("Model spec: smollm2 | hf:PATH_OR_ID | vllm:PATH_OR_ID | openai:MODEL[@BASE_URL] | "
+                   "a checkpoint dir. `codea1-eval models` lists them.")
+BACKEND_OPTION_HELP = ("KEY=VALUE for the model backend, repeatable (vllm: tensor_parallel_size=2, dtype=...; "
+                       "openai: concurrency=32, max_retries=3).")
 DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
 
 
 @app.command()
 def avg(
-    coder: Optional[str] = typer.Option("smollm2", help="Model spec: smollm2 | hf:PATH_OR_ID | a checkpoint dir."),
+    coder: Optional[str] = typer.Option("smollm2", help=MODEL_SPEC_HELP),
     benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+"),
     n: int = typer.Option(32, "-n", "--n", min=1, help="Samples per problem."),
     temperature: float = typer.Option(0.7, min=0.0),
@@ -36,17 +40,22 @@ def avg(
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
     all_inputs: bool = typer.Option(False, help="Run every input even after a failure (default: stop "
                                     "each input list at its first failure, as evalplus does)."),
-    batch_size: int = typer.Option(16, min=1, help="Generation batch size."),
+    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
+    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
+    cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
     overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
 ) -> None:
     """avg@k and unbiased pass@k of a coder (Code-A1 prompt, evalplus semantics)."""
     from codea1_eval.avg import AvgConfig, run_avg
+    from codea1_eval.models import parse_backend_options
     from codea1_eval.report import print_avg_metrics
 
     config = AvgConfig(benchmark=benchmark, coder=None if samples else coder, samples=samples, n=n,
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs, out=out,
-                       data_dir=data_dir, parallel=parallel, batch_size=batch_size, overwrite=overwrite)
+                       data_dir=data_dir, parallel=parallel, batch_size=batch_size,
+                       backend_options=parse_backend_options(backend_option), generation_cache=cache,
+                       overwrite=overwrite)
     print_avg_metrics(run_avg(config))
 
 

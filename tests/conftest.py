@@ -21,3 +21,14 @@ def data_dir() -> Path:
 @pytest.fixture(autouse=True)
 def _data_dir_env(monkeypatch, data_dir):
     monkeypatch.setenv("CODEA1_DATA_DIR", str(data_dir))
+
+
+@pytest.fixture(scope="session")
+def generation_cache(tmp_path_factory) -> Path:
+    """One generation cache per test session, never the user's: tests see real generation."""
+    return tmp_path_factory.mktemp("generation-cache") / "generations.sqlite3"
+
+
+@pytest.fixture(autouse=True)
+def _generation_cache_env(monkeypatch, generation_cache):
+    monkeypatch.setenv("CODEA1_GENERATION_CACHE", str(generation_cache))

@@ -8,6 +8,7 @@ from codea1_eval.models.spec import (
     BACKENDS,
     describe_backends,
     load_backend,
+    parse_backend_options,
     parse_model_spec,
     register_backend,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "SamplingParams",
     "describe_backends",
     "load_backend",
+    "parse_backend_options",
     "parse_model_spec",
     "register_backend",
 ]

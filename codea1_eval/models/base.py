@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Protocol, Sequence
 
 from codea1_eval.errors import UserError
@@ -58,26 +58,48 @@ class GenerationRequest:
 
 @dataclass
 class Completion:
-    """One sampled completion; ``completion_tokens`` counts generated tokens, EOS excluded."""
+    """One sampled completion; ``completion_tokens`` counts generated tokens, EOS excluded
+    (``None`` where the engine reports only a total for several choices)."""
 
     text: str
     finish_reason: str  # "stop" (EOS or a stop string) | "length" (max_tokens reached)
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+ResultCallback = Callable[[int, list[Completion]], None]
 
 
 class Backend(Protocol):
-    """A model that answers batches of requests."""
+    """A model that answers batches of requests.
+
+    Construction is cheap: weights load on the first ``generate`` call, so a run whose generations
+    are all cached never loads the model. ``max_requests_per_call`` is how many requests a caller
+    should send at once (``None``: all of them; 1 where batching would change the samples).
+    """
 
     identity: str  # stable model identity for manifests and caches
+    max_requests_per_call: int | None
 
     def generate(
         self,
         requests: Sequence[GenerationRequest],
         progress: Callable[[int], None] | None = None,
+        on_result: ResultCallback | None = None,
     ) -> list[list[Completion]]:
-        """``params.n`` completions per request, in order; ``progress(k)`` as ``k`` more finish."""
+        """``params.n`` completions per request, in order; ``progress(k)`` as ``k`` more samples
+        finish; ``on_result(index, completions)`` as soon as all samples of a request are done."""
         ...
+
+
+def replicate_greedy(params: SamplingParams) -> tuple[SamplingParams, int]:
+    """Greedy samples are identical: ask for one and copy it. Returns (params to send, copies)."""
+    if params.temperature == 0 and params.n > 1:
+        return replace(params, n=1), params.n
+    return params, 1
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

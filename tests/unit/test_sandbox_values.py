@@ -85,7 +85,7 @@ def test_nested_nan_and_complex_parts():
 
 
 def test_dict_keys_keep_their_types_and_order():
-    out = wire({(1, 2): 0, 1: 1, "1": 2, True: 3})  # True == 1: the literal keeps key 1 with value 3
+    out = wire({(1, 2): 0, 1: 1, "1": 2, True: 3})  # noqa: F601 - True == 1: the literal keeps key 1, value 3
     assert list(out.items()) == [((1, 2), 0), (1, 3), ("1", 2)]
     assert [type(k) for k in out] == [tuple, int, str]
 
