@@ -12,10 +12,11 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from codea1_eval.config import RunOptions
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
@@ -35,7 +36,7 @@ GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
 
 
 @dataclass
-class AvgConfig:
+class AvgConfig(RunOptions):
     """Everything that defines an `avg` run; fields marked run_only do not change its results."""
 
     benchmark: str = "humaneval+"
@@ -50,18 +51,10 @@ class AvgConfig:
     isolation: str = "process"
     timeout_scale: float = 1.0
     all_inputs: bool = False
-    out: Path | None = field(default=None, metadata={"run_only": True})
-    data_dir: Path | None = field(default=None, metadata={"run_only": True})
-    parallel: int | None = field(default=None, metadata={"run_only": True})
-    batch_size: int = field(default=16, metadata={"run_only": True})
-    backend_options: dict = field(default_factory=dict, metadata={"run_only": True})
-    generation_cache: bool = field(default=True, metadata={"run_only": True})
-    overwrite: bool = field(default=False, metadata={"run_only": True})
 
     def identity(self) -> dict:
         """The fields that determine results (what the run dir's config hash covers)."""
-        run_only = {f.name for f in self.__dataclass_fields__.values() if f.metadata.get("run_only")}
-        identity = {k: v for k, v in asdict(self).items() if k not in run_only}
+        identity = self.result_fields()
         if self.samples is not None:
             identity.update(coder=None, n=None, temperature=None, top_p=None, max_tokens=None, seed=None,
                             samples=str(self.samples))
@@ -77,16 +70,13 @@ def _sample_key(task_id: str, index: int) -> str:
     return f"{task_id}#{index}"
 
 
-def _task_seed(seed: int, task_id: str) -> int:
-    return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}".encode()).digest()[:4], "big")
-
-
 def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tuple[dict[str, list[dict]], dict]:
     """Sample ``n`` responses per problem, appending each finished task to generations.jsonl.
 
     Returns the samples and generation facts for the manifest (model identity, cache hits/misses).
     """
     from codea1_eval.models import GenerationRequest, SamplingParams, load_backend
+    from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 
     done: dict[str, dict] = {r["key"]: r for r in read_jsonl(run.file(GENERATIONS))}
     todo = [p for p in benchmark.problems
@@ -99,24 +89,21 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
         # generates exactly what an uninterrupted one would.
         requests = [GenerationRequest(code_messages(problem.question), params=SamplingParams(
             n=config.n, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
-            seed=_task_seed(config.seed, problem.task_id))) for problem in todo]
-        per_call = backend.max_requests_per_call or len(requests)
+            seed=task_seed(config.seed, problem.task_id))) for problem in todo]
         with JsonlAppender(run.file(GENERATIONS)) as out, \
                 progress(f"generating ({config.coder})", len(todo) * config.n) as advance:
-            for start in range(0, len(requests), per_call):
-                chunk = todo[start:start + per_call]
 
-                def keep(index: int, completions: list, chunk: list[Problem] = chunk) -> None:
-                    task_id = chunk[index].task_id
-                    records = [{"key": _sample_key(task_id, i), "task_id": task_id, "sample_index": i,
-                                "response": c.text, "finish_reason": c.finish_reason,
-                                "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
-                               for i, c in enumerate(completions)]
-                    out.append_many(records)
-                    done.update((record["key"], record) for record in records)
+            def keep(index: int, completions: list) -> None:
+                task_id = todo[index].task_id
+                records = [{"key": _sample_key(task_id, i), "task_id": task_id, "sample_index": i,
+                            "response": c.text, "finish_reason": c.finish_reason,
+                            "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
+                           for i, c in enumerate(completions)]
+                out.append_many(records)
+                done.update((record["key"], record) for record in records)
 
-                backend.generate(requests[start:start + per_call], progress=advance, on_result=keep)
-        facts = {"model": backend.identity, **_cache_facts(backend)}
+            generate_all(backend, requests, keep, advance)
+        facts = generation_facts(backend)
     samples: dict[str, list[dict]] = {}
     for problem in benchmark.problems:
         samples[problem.task_id] = []
@@ -126,15 +113,6 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
             samples[problem.task_id].append({"solution": build_program(problem.prompt, code),
                                              "extraction": how})
     return samples, facts
-
-
-def _cache_facts(backend: Any) -> dict:
-    from codea1_eval.models.cache import CachedBackend
-
-    if not isinstance(backend, CachedBackend):
-        return {"generation_cache": None}
-    return {"generation_cache": {"path": str(backend.cache.path), "hits": backend.stats.hits,
-                                 "misses": backend.stats.misses}}
 
 
 def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]:

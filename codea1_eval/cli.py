@@ -59,6 +59,48 @@ def avg(
     print_avg_metrics(run_avg(config))
 
 
+@app.command()
+def mul(
+    tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP + " Or reference-inputs (asserts from the "
+                               "benchmark's inputs and the reference's outputs)."),
+    benchmark: str = typer.Option("ult-lite", help="ult-lite | ult | humaneval+ | mbpp+"),
+    protocol: Optional[str] = typer.Option(None, help="code-a1 (white-box) | black-box | ult "
+                                           "(default: ult on ULT benchmarks, else code-a1)."),
+    coder: Optional[str] = typer.Option(None, help="White-box code from this model (default: the reference)."),
+    k: int = typer.Option(5, "-k", min=1, help="Tests per task (ULT rounds); metrics at k in {1, 2, 5} <= k."),
+    mode: str = typer.Option("faithful", help="faithful (Code-A1: every operator read as ==) | strict."),
+    mutator: str = typer.Option("mutmut", help="mutmut | cosmic-ray | ast-ops"),
+    temperature: float = typer.Option(0.0, min=0.0, help="Tester sampling (the ult protocol is always greedy)."),
+    top_p: float = typer.Option(1.0, min=0.0, max=1.0),
+    max_tokens: int = typer.Option(1024, min=1),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N tasks."),
+    seed: int = typer.Option(0),
+    sample_file: Optional[Path] = typer.Option(None, help="JSON list of task ids for conditional mut@k "
+                                               "(default on ult: the fixed 10% sample)."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/mul-BENCH-TESTER-HASH)."),
+    data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
+    isolation: str = typer.Option("process", help="process | bwrap"),
+    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
+    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
+    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
+    cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
+    overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
+) -> None:
+    """A tester's pass@k, mutation score mut@k, Mul = pass@k x mut@k / 100 and coverage."""
+    from codea1_eval.models import parse_backend_options
+    from codea1_eval.mul import MulConfig, run_mul
+    from codea1_eval.report import print_mul_metrics
+
+    config = MulConfig(benchmark=benchmark, tester=tester, protocol=protocol, coder=coder, k=k, mode=mode,
+                       mutator=mutator, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
+                       seed=seed, sample_file=sample_file, isolation=isolation, timeout_scale=timeout_scale,
+                       out=out, data_dir=data_dir, parallel=parallel, batch_size=batch_size,
+                       backend_options=parse_backend_options(backend_option), generation_cache=cache,
+                       overwrite=overwrite)
+    print_mul_metrics(run_mul(config))
+
+
 @app.command("benchmarks")
 def list_benchmarks() -> None:
     """List the benchmarks."""

@@ -24,3 +24,33 @@ def print_avg_metrics(metrics: dict[str, Any]) -> None:
                   f"   extraction: {metrics['extraction']}")
     if "run_dir" in metrics:
         console.print(f"run dir: {metrics['run_dir']}")
+
+
+def print_mul_metrics(metrics: dict[str, Any]) -> None:
+    """A table of pass@k, mut@k (plain, conditional) and Mul with 95% intervals, then coverage."""
+    table = Table(title=f"{metrics['benchmark']}: {metrics['n_tasks']} tasks, tester {metrics['tester']} "
+                        f"({metrics['protocol']}, {metrics['mode']}, {metrics['mutator']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("tasks", justify="right")
+    for name, value in metrics.items():
+        if "@" not in name or name.startswith("n_tasks"):
+            continue
+        interval = metrics["ci95"].get(name)
+        k = name.split("@")[1].split("_")[0]
+        tasks = metrics.get(f"n_tasks_conditional@{k}") if name.endswith("conditional") else (
+            metrics.get(f"n_tasks_mut@{k}") if name.startswith("mu") else metrics["n_tasks"])
+        table.add_row(name, _number(value), f"[{_number(interval[0])}, {_number(interval[1])}]" if interval else "-",
+                      str(tasks))
+    console = Console()
+    console.print(table)
+    console.print(f"coverage: line {_number(metrics['line_coverage'])}%, branch {_number(metrics['branch_coverage'])}%"
+                  f" ({metrics['n_tasks_coverage']} tasks)   mutants: {metrics['mutants']}"
+                  f"   tests by validity: {metrics['validity']}")
+    if "run_dir" in metrics:
+        console.print(f"run dir: {metrics['run_dir']}")
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

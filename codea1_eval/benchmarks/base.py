@@ -56,6 +56,10 @@ BENCHMARKS.register("humaneval+-mini", "codea1_eval.benchmarks.evalplus_data:loa
                     help="HumanEval+ mini v0.1.10 (fewer plus inputs)")
 BENCHMARKS.register("mbpp+", "codea1_eval.benchmarks.evalplus_data:load_mbpp_plus",
                     help="MBPP+ v0.2.0 (378 tasks)")
+BENCHMARKS.register("ult-lite", "codea1_eval.benchmarks.ult:load_ult_lite",
+                    help="UnLeakedTestBench Lite (200 reference functions), for test-writing models")
+BENCHMARKS.register("ult", "codea1_eval.benchmarks.ult:load_ult",
+                    help="UnLeakedTestBench (3,909 reference functions); supply ult/ULT.jsonl with --data-dir")
 
 
 def load_benchmark(name: str, data_dir: Path | None = None) -> Benchmark:

@@ -1,12 +1,17 @@
-"""Mutant generation behind a registry. ``ast-ops`` is a small deterministic built-in mutator
-(comparison, arithmetic, boolean, constant and return mutations), used for perf workloads and
-peer-agreement samples; the mutation-score engines (mutmut, cosmic-ray) register here too."""
+"""Mutant generation behind a registry: every mutator maps a reference source to a list of Mutants.
+
+``mutmut`` (the default) and ``cosmic-ray`` generate exactly the mutants those tools' CLIs would
+test (see their modules); ``ast-ops`` is a small deterministic built-in mutator (comparison,
+arithmetic, boolean, constant and return mutations), used for perf workloads and peer-agreement
+samples of the execution engine.
+"""
 
 from __future__ import annotations
 
 import ast
 import copy
 import random
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from codea1_eval.registry import Registry
@@ -19,6 +24,17 @@ _BINOP_SWAPS = {ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add, ast.Mult), ast.
                 ast.Pow: (ast.Mult,)}
 _BOOL_SWAPS = {ast.And: (ast.Or,), ast.Or: (ast.And,)}
 _CONSTANT_DELTAS = (1, -1)
+DEFAULT_MUTATOR = "mutmut"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant of a reference program: an id unique within the task (the engine's own name for
+    it, so verdicts can be joined with that tool's CLI), what changed, and the whole mutated source."""
+
+    mutant_id: str
+    description: str
+    source: str
 
 
 def _mutation_sites(tree: ast.AST) -> list[tuple[int, int, int]]:
@@ -92,5 +108,19 @@ def ast_mutants(source: str, limit: int | None = None, seed: int = 0) -> Iterato
             yield text
 
 
-MUTATORS: Registry[Callable[..., Iterator[str]]] = Registry("mutator")
-MUTATORS.register("ast-ops", ast_mutants, help="built-in AST operator/constant mutations (deterministic)")
+def ast_ops_mutants(source: str) -> list[Mutant]:
+    """All distinct ``ast_mutants`` of ``source`` as Mutants (ids ``ast-ops#<n>``)."""
+    return [Mutant(f"ast-ops#{index}", "ast-ops", text) for index, text in enumerate(ast_mutants(source))]
+
+
+def make_mutants(source: str, mutator: str = DEFAULT_MUTATOR) -> list[Mutant]:
+    """The mutants of ``source`` from the registered ``mutator`` (UserError when unknown)."""
+    return MUTATORS.get(mutator)(source)
+
+
+MUTATORS: Registry[Callable[[str], list[Mutant]]] = Registry("mutator")
+MUTATORS.register("mutmut", "codea1_eval.metrics.mutmut_engine:mutmut_mutants",
+                  help="mutmut 3.8.1's mutants, named as its CLI names them (default)")
+MUTATORS.register("cosmic-ray", "codea1_eval.metrics.cosmic_ray_engine:cosmic_ray_mutants",
+                  help="cosmic-ray 8.7.0's core operators, one mutant per (operator, occurrence)")
+MUTATORS.register("ast-ops", ast_ops_mutants, help="built-in AST operator/constant mutations (deterministic)")

@@ -1,0 +1,33 @@
+"""Options every command that runs models and the sandbox shares, apart from the ones that define
+its results: a run dir's config hash covers only the latter."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+def run_only(default=None, **kwargs):
+    """A dataclass field that does not change a run's results (left out of its config hash)."""
+    if "default_factory" in kwargs:
+        return field(metadata={"run_only": True}, **kwargs)
+    return field(default=default, metadata={"run_only": True})
+
+
+@dataclass
+class RunOptions:
+    """Where and how a run executes; none of these changes its results."""
+
+    out: Path | None = run_only()
+    data_dir: Path | None = run_only()
+    parallel: int | None = run_only()
+    batch_size: int = run_only(16)
+    backend_options: dict = run_only(default_factory=dict)
+    generation_cache: bool = run_only(True)
+    overwrite: bool = run_only(False)
+
+    def result_fields(self) -> dict:
+        """The fields that determine results, as a JSON-ready dict."""
+        run_only_names = {f.name for f in self.__dataclass_fields__.values() if f.metadata.get("run_only")}
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()
+                if k not in run_only_names}

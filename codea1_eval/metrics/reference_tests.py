@@ -1,0 +1,54 @@
+"""The deterministic ``reference-inputs`` tester: asserts built from the reference's own outputs on
+the benchmark's base inputs (HumanEval+ / MBPP+), e.g. ``assert add(1, 2) == 3``.
+
+Arguments and outputs are written with ``repr`` and kept only when the text reads back (with
+``ast.literal_eval``) as an equal value, so floats are exact and values such as ``nan``, ``inf``
+or objects without a literal form are skipped. The asserts are then run on the reference itself
+and only those that pass are returned: they pass 100% on the reference by construction.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from codea1_eval.benchmarks.base import Problem
+from codea1_eval.metrics.kill_matrix import REFERENCE_TIME_LIMIT_S, run_reference
+from codea1_eval.sandbox import RETURNED, Executor, Program
+
+
+def _literal(value: Any) -> str | None:
+    """``repr(value)`` when it reads back as an equal value of the same type, else None."""
+    try:
+        text = repr(value)
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return text if type(parsed) is type(value) and parsed == value else None
+
+
+def reference_input_tests(problem: Problem, executor: Executor | None = None, minimum: int = 0) -> list[str]:
+    """``assert entry_point(*args) == <output>`` for each base input whose call and output have an
+    exact literal form, in input order, keeping only the distinct asserts that pass on the reference.
+    Where the base inputs give fewer than ``minimum`` tests, plus inputs fill up to ``minimum``."""
+    if problem.inputs is None:
+        raise ValueError(f"{problem.task_id} has no inputs: the reference-inputs tester needs an "
+                         "input/output benchmark (HumanEval+, MBPP+)")
+    executor = executor or Executor()
+    inputs = problem.inputs[:problem.n_base + 10 * minimum]
+    result = executor.run(Program(problem.reference, problem.entry_point, calls=inputs,
+                                  time_limits=[REFERENCE_TIME_LIMIT_S] * len(inputs)))
+    tests: dict[str, bool] = {}  # assert -> built from a base input
+    for index, (args, call) in enumerate(zip(inputs, result.calls)):
+        if call.status != RETURNED:
+            continue
+        arguments = [_literal(arg) for arg in args]
+        expected = _literal(call.value)
+        if expected is None or None in arguments:
+            continue
+        tests.setdefault(f"assert {problem.entry_point}({', '.join(arguments)}) == {expected}",
+                         index < problem.n_base)
+    run = run_reference(problem.reference, problem.entry_point, list(tests), executor)
+    passing = [test for test, passed in zip(tests, run.passed) if passed]
+    base = [test for test in passing if tests[test]]
+    return base + [test for test in passing if not tests[test]][:max(0, minimum - len(base))]

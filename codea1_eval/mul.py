@@ -1,0 +1,348 @@
+"""`codea1-eval mul`: a tester model writes tests for reference functions; pass@k, mut@k, Mul, coverage.
+
+Stages (each resumable, each appended to the run dir as it finishes):
+
+1. generate   tester replies per task (``code-a1`` white-box, ``black-box`` or ``ult`` K-round chat);
+              the white-box code is the reference, or a ``--coder`` model's greedy answer
+2. validate   extract asserts, run them on the reference, class each test (DESIGN §5)
+3. mutate     the first k kept tests against every mutant of the reference, one sandbox batch per
+              task: the mutant x test matrix
+4. coverage   line and branch coverage of the reference by the same tests (coverage.py, sandboxed)
+5. metrics    pass@k, mut@k (plain and conditional), Mul, coverage (DESIGN §6)
+
+``--tester reference-inputs`` replaces the model by asserts built from the benchmark's own inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from codea1_eval.asserts import FAITHFUL, MODES, VALID, SuiteResult, extract_asserts, extract_rounds, validate_suites
+from codea1_eval.config import RunOptions
+from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.display import progress
+from codea1_eval.errors import UserError
+from codea1_eval.extract import build_program, extract_code
+from codea1_eval.metrics.coverage import CoverageResult, measure_coverage, micro_average
+from codea1_eval.metrics.kill_matrix import KILLING, kill_matrix
+from codea1_eval.metrics.mutation import MUTATORS, make_mutants
+from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
+from codea1_eval.models import GenerationRequest, SamplingParams, load_backend, parse_model_spec
+from codea1_eval.models.driver import generate_all, generation_facts, task_seed
+from codea1_eval.paths import cache_dir
+from codea1_eval.prompts import assert_test_messages, code_messages, ult_round_messages
+from codea1_eval.results import JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic
+from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits
+
+PROTOCOLS = ("code-a1", "black-box", "ult")
+REFERENCE_INPUTS = "reference-inputs"
+DEFAULT_KS = (1, 2, 5)
+GENERATIONS, CANDIDATES, TESTS, MUTANTS, COVERAGE, METRICS = (
+    "generations.jsonl", "candidates.jsonl", "tests.jsonl", "mutants.jsonl", "coverage.jsonl", "metrics.json")
+
+
+@dataclass
+class MulConfig(RunOptions):
+    """Everything that defines a `mul` run; fields marked run_only do not change its results."""
+
+    benchmark: str = "ult-lite"
+    tester: str = "smollm2"
+    protocol: str | None = None  # None: ult for ULT benchmarks, code-a1 otherwise
+    coder: str | None = None  # white-box code from this model; None: the reference itself
+    k: int = 5
+    mode: str = FAITHFUL
+    mutator: str = "mutmut"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    limit: int | None = None
+    seed: int = 0
+    sample_file: Path | None = None
+    isolation: str = "process"
+    timeout_scale: float = 1.0
+
+    def resolved_protocol(self, benchmark: str) -> str:
+        protocol = self.protocol or ("ult" if benchmark.startswith("ult") else "code-a1")
+        if protocol not in PROTOCOLS:
+            raise UserError(f"unknown protocol {protocol!r}; use one of: {', '.join(PROTOCOLS)}")
+        return protocol
+
+    def identity(self) -> dict:
+        """The fields that determine results (what the run dir's config hash covers)."""
+        identity = self.result_fields()
+        identity["protocol"] = self.resolved_protocol(self.benchmark)
+        return identity
+
+    def ks(self) -> list[int]:
+        return sorted({k for k in DEFAULT_KS if k <= self.k} | {self.k})
+
+    def default_out(self) -> Path:
+        slug = re.sub(r"[^A-Za-z0-9._+-]+", "_", self.tester).strip("_")[-60:]
+        return Path("runs") / f"mul-{self.benchmark}-{slug}-{config_hash(self.identity())[:8]}"
+
+
+def _hash(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------ generation
+
+def _load_model(spec: str, config: MulConfig):
+    return load_backend(spec, config.backend_options, hints={"batch_size": config.batch_size},
+                        cache="default" if config.generation_cache else None)
+
+
+def white_box_code(config: MulConfig, benchmark: Benchmark, run: RunDir, facts: dict) -> dict[str, str]:
+    """The code shown to a white-box tester per task: the reference, or the ``--coder``'s greedy answer."""
+    if config.coder is None:
+        return {p.task_id: p.reference for p in benchmark.problems}
+    done = {r["task_id"]: r["code"] for r in read_jsonl(run.file(CANDIDATES))}
+    todo = [p for p in benchmark.problems if p.task_id not in done]
+    if todo:
+        backend = _load_model(config.coder, config)
+        requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
+            max_tokens=config.max_tokens)) for p in todo]
+        with JsonlAppender(run.file(CANDIDATES)) as out, progress(f"coding ({config.coder})", len(todo)) as advance:
+
+            def keep(index: int, completions: list) -> None:
+                problem = todo[index]
+                code = build_program(problem.prompt, extract_code(completions[0].text)[0])
+                out.append({"task_id": problem.task_id, "response": completions[0].text, "code": code})
+                done[problem.task_id] = code
+
+            generate_all(backend, requests, keep, advance)
+        facts["coder"] = generation_facts(backend)
+    return done
+
+
+def _reference_inputs_replies(benchmark: Benchmark, executor: Executor, k: int) -> dict[str, list[str]]:
+    from codea1_eval.metrics.reference_tests import reference_input_tests
+
+    replies = {}
+    with progress("reference-inputs tests", len(benchmark.problems)) as advance:
+        for problem in benchmark.problems:
+            if problem.inputs is None:
+                raise UserError(f"the {REFERENCE_INPUTS} tester needs a benchmark with inputs "
+                                f"(humaneval+, mbpp+); {benchmark.name} has none")
+            asserts = reference_input_tests(problem, executor, minimum=k)
+            replies[problem.task_id] = ["```python\n" + "\n".join(asserts) + "\n```"]
+            advance(1)
+    return replies
+
+
+def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, executor: Executor,
+                     facts: dict) -> dict[str, list[str]]:
+    """Tester replies per task: one for code-a1/black-box, ``k`` rounds for ult (greedy)."""
+    if config.tester == REFERENCE_INPUTS:
+        return _reference_inputs_replies(benchmark, executor, config.k)
+    protocol = config.resolved_protocol(benchmark.name)
+    replies: dict[str, dict[int, str]] = {p.task_id: {} for p in benchmark.problems}
+    for record in read_jsonl(run.file(GENERATIONS)):
+        replies[record["task_id"]][record["round"]] = record["response"]
+    rounds = config.k if protocol == "ult" else 1
+    code = white_box_code(config, benchmark, run, facts) if protocol == "code-a1" else {}
+    backend = None
+    for round_index in range(rounds):
+        todo = [p for p in benchmark.problems if round_index not in replies[p.task_id]]
+        if not todo:
+            continue
+        backend = backend or _load_model(config.tester, config)
+        requests = [_tester_request(config, protocol, p, code.get(p.task_id),
+                                    [replies[p.task_id][r] for r in range(round_index)]) for p in todo]
+        title = f"tests ({config.tester})" + (f", round {round_index + 1}/{rounds}" if rounds > 1 else "")
+        with JsonlAppender(run.file(GENERATIONS)) as out, progress(title, len(todo)) as advance:
+
+            def keep(index: int, completions: list, todo: list[Problem] = todo, round_index: int = round_index) -> None:
+                task_id = todo[index].task_id
+                out.append({"task_id": task_id, "round": round_index, "response": completions[0].text,
+                            "finish_reason": completions[0].finish_reason})
+                replies[task_id][round_index] = completions[0].text
+
+            generate_all(backend, requests, keep, advance)
+    if backend is not None:
+        facts["tester"] = generation_facts(backend)
+    return {task_id: [by_round[r] for r in range(rounds)] for task_id, by_round in replies.items()}
+
+
+def _tester_request(config: MulConfig, protocol: str, problem: Problem, code: str | None, previous: list[str]):
+    if protocol == "ult":
+        messages = ult_round_messages(problem.entry_point, problem.prompt, problem.question, previous)
+        params = SamplingParams(max_tokens=config.max_tokens)  # the ULT protocol decodes greedily
+    else:
+        messages = assert_test_messages(problem.question, code if protocol == "code-a1" else None)
+        params = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+                                seed=task_seed(config.seed, problem.task_id))
+    return GenerationRequest(messages, params=params)
+
+
+# ----------------------------------------------------------------------------------- validation
+
+def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[str]], run: RunDir,
+             executor: Executor) -> dict[str, SuiteResult]:
+    """Extract and validate each task's tests against its reference (resumed by content hash)."""
+    protocol = config.resolved_protocol(benchmark.name)
+    done = {r["key"]: r for r in read_jsonl(run.file(TESTS))}
+    keys = {p.task_id: _hash(p.reference, replies[p.task_id], config.mode, protocol) for p in benchmark.problems}
+    todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
+    if todo:
+        extractions = [extract_rounds(replies[p.task_id], p.entry_point)
+                       if protocol == "ult" and config.tester != REFERENCE_INPUTS
+                       else extract_asserts(replies[p.task_id][0], p.entry_point) for p in todo]
+        with progress("validating tests", len(todo)) as advance:
+            suites = validate_suites(extractions, [p.reference for p in todo], config.mode, executor,
+                                     time_limit=3.0 * config.timeout_scale)
+            advance(len(todo))
+        with JsonlAppender(run.file(TESTS)) as out:
+            for problem, suite in zip(todo, suites):
+                record = {"key": keys[problem.task_id], "task_id": problem.task_id, **suite.to_dict()}
+                out.append(record)
+                done[record["key"]] = record
+    return {p.task_id: SuiteResult.from_dict(done[keys[p.task_id]]) for p in benchmark.problems}
+
+
+def suite_tests(suite: SuiteResult, k: int) -> tuple[list[str], list[bool]]:
+    """The first ``k`` kept tests (as runnable asserts) and whether each one's prediction was right."""
+    kept = suite.kept[:k]
+    return [t.assert_source for t in kept], [t.status == VALID for t in kept]
+
+
+# ------------------------------------------------------------------------------------- mutation
+
+def mutate(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResult], run: RunDir,
+           executor: Executor) -> dict[str, dict]:
+    """The mutant x test matrix of every task (mutants of the reference against its first k tests)."""
+    done = {r["key"]: r for r in read_jsonl(run.file(MUTANTS))}
+    keys = {}
+    for problem in benchmark.problems:
+        tests, _ = suite_tests(suites[problem.task_id], config.k)
+        keys[problem.task_id] = _hash(problem.reference, tests, config.mutator, config.timeout_scale)
+    todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
+    with JsonlAppender(run.file(MUTANTS)) as out, progress(f"mutants ({config.mutator})", len(todo)) as advance:
+        for problem in todo:
+            tests, _ = suite_tests(suites[problem.task_id], config.k)
+            record: dict[str, Any] = {"key": keys[problem.task_id], "task_id": problem.task_id, "tests": tests,
+                                      "mutant_ids": [], "descriptions": [], "statuses": [], "program_statuses": [],
+                                      "error": None}
+            try:
+                mutants = make_mutants(problem.reference, config.mutator)
+                matrix = kill_matrix(problem.reference, problem.entry_point, tests, mutants, executor,
+                                     config.timeout_scale)
+            except (ValueError, SyntaxError) as exc:  # a reference the mutator or runner cannot handle
+                record["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                record.update(mutant_ids=matrix.mutant_ids, descriptions=[m.description for m in mutants],
+                              statuses=matrix.statuses, program_statuses=matrix.program_statuses)
+            out.append(record)
+            done[record["key"]] = record
+            advance(1)
+    return {p.task_id: done[keys[p.task_id]] for p in benchmark.problems}
+
+
+def measure_task_coverage(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResult], run: RunDir,
+                          executor: Executor) -> dict[str, dict]:
+    """Line and branch coverage of each reference by its first k tests (resumed by content hash)."""
+    done = {r["key"]: r for r in read_jsonl(run.file(COVERAGE))}
+    tests = {p.task_id: suite_tests(suites[p.task_id], config.k)[0] for p in benchmark.problems}
+    keys = {p.task_id: _hash(p.reference, tests[p.task_id], config.timeout_scale) for p in benchmark.problems}
+    todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
+    if todo:
+        with progress("coverage", len(todo)) as advance:
+            results = measure_coverage([(p.reference, tests[p.task_id]) for p in todo], executor=executor,
+                                       time_limit=60.0 * config.timeout_scale)
+            advance(len(todo))
+        with JsonlAppender(run.file(COVERAGE)) as out:
+            for problem, result in zip(todo, results):
+                record = {"key": keys[problem.task_id], "task_id": problem.task_id, **asdict(result)}
+                out.append(record)
+                done[record["key"]] = record
+    return {p.task_id: done[keys[p.task_id]] for p in benchmark.problems}
+
+
+# -------------------------------------------------------------------------------------- metrics
+
+def compute_metrics(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResult],
+                    matrices: dict[str, dict], coverage: dict[str, dict], sample_ids: tuple[str, ...] | None) -> dict:
+    """pass@k, mut@k (plain and conditional), Mul for k in {1, 2, 5} <= k, coverage, validity counts."""
+    outcomes = []
+    for problem in benchmark.problems:
+        _, passed = suite_tests(suites[problem.task_id], config.k)
+        record = matrices[problem.task_id]
+        killers = tuple(None if program == SANDBOX_ERROR else
+                        tuple(t for t, status in enumerate(row) if status in KILLING)
+                        for row, program in zip(record["statuses"], record["program_statuses"]))
+        outcomes.append(TaskOutcome(problem.task_id, tuple(passed), killers))
+    metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
+                               "tester": config.tester, "protocol": config.resolved_protocol(benchmark.name),
+                               "mode": config.mode, "mutator": config.mutator, "k": config.k}
+    metrics.update(mul_metrics(outcomes, config.ks(), sample_ids=sample_ids))
+    fields = set(CoverageResult.__dataclass_fields__)
+    metrics.update(micro_average([CoverageResult(**{k: v for k, v in coverage[p.task_id].items() if k in fields})
+                                  for p in benchmark.problems]))
+    validity: Counter = Counter()
+    for suite in suites.values():
+        validity.update(suite.counts())
+    metrics["validity"] = dict(validity)
+    metrics["mutants"] = sum(len(r["mutant_ids"]) for r in matrices.values())
+    metrics["mutation_errors"] = sorted(t for t, r in matrices.items() if r["error"])
+    metrics["sample_ids"] = len(sample_ids) if sample_ids is not None else None
+    return metrics
+
+
+def _sample_ids(config: MulConfig, benchmark: Benchmark) -> tuple[str, ...] | None:
+    if config.sample_file is not None:
+        try:
+            ids = json.loads(Path(config.sample_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read sample file {config.sample_file}: {exc}") from None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise UserError(f"sample file {config.sample_file} must be a JSON list of task ids")
+        if benchmark.name == "ult" and all(re.fullmatch(r"task_\d+", i) for i in ids):
+            from codea1_eval.benchmarks.ult import fixed_sample_task_ids
+
+            return fixed_sample_task_ids(benchmark, Path(config.sample_file).parent)
+        return tuple(ids)
+    if benchmark.name == "ult":
+        from codea1_eval.benchmarks.ult import fixed_sample_task_ids
+
+        return fixed_sample_task_ids(benchmark, config.data_dir)
+    return None
+
+
+def run_mul(config: MulConfig) -> dict[str, Any]:
+    """Run (or resume) a `mul` evaluation and return its metrics (also in OUT/metrics.json)."""
+    if config.k < 1:
+        raise UserError(f"k must be at least 1, got {config.k}")
+    if config.mode not in MODES:
+        raise UserError(f"unknown mode {config.mode!r}; use one of: {', '.join(MODES)}")
+    MUTATORS.check(config.mutator)
+    if config.tester != REFERENCE_INPUTS:
+        parse_model_spec(config.tester)
+    if config.coder is not None:
+        parse_model_spec(config.coder)
+    benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
+    config.resolved_protocol(benchmark.name)
+    sample_ids = _sample_ids(config, benchmark)
+    limits = SandboxLimits(isolation=config.isolation)
+    executor = Executor(limits, config.parallel, hidden=[Path(benchmark.source).resolve().parent, cache_dir()])
+    run = RunDir(config.out or config.default_out(), "mul", {**config.identity(), "dataset_sha256": benchmark.sha256},
+                 config.overwrite)
+    facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                                           "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                             "sandbox": asdict(limits)}
+    run.write_manifest({**facts, "status": "running"})
+    replies = generate_replies(config, benchmark, run, executor, facts)
+    run.write_manifest({**facts, "status": "running"})
+    suites = validate(config, benchmark, replies, run, executor)
+    matrices = mutate(config, benchmark, suites, run, executor)
+    coverage = measure_task_coverage(config, benchmark, suites, run, executor)
+    metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
+    write_json_atomic(run.file(METRICS), metrics)
+    run.write_manifest({**facts, "status": "complete"})
+    metrics["run_dir"] = str(run.path)
+    return metrics

@@ -1,0 +1,40 @@
+"""`mul` configuration and suite slicing (pure logic; the command itself: tests/integration/test_mul.py)."""
+
+import pytest
+
+from codea1_eval.asserts import FAITHFUL, AssertResult, SuiteResult
+from codea1_eval.errors import UserError
+from codea1_eval.mul import MulConfig, suite_tests
+
+
+def test_protocol_defaults_per_benchmark_and_explicit_choice():
+    assert MulConfig().resolved_protocol("ult-lite") == "ult"
+    assert MulConfig().resolved_protocol("ult") == "ult"
+    assert MulConfig().resolved_protocol("humaneval+") == "code-a1"
+    assert MulConfig(protocol="black-box").resolved_protocol("ult-lite") == "black-box"
+    with pytest.raises(UserError, match="unknown protocol 'white'; use one of: code-a1, black-box, ult"):
+        MulConfig(protocol="white").resolved_protocol("mbpp+")
+
+
+def test_reported_ks_are_the_paper_ks_up_to_k_plus_k():
+    assert MulConfig(k=5).ks() == [1, 2, 5]
+    assert MulConfig(k=3).ks() == [1, 2, 3]
+    assert MulConfig(k=8).ks() == [1, 2, 5, 8]
+    assert MulConfig(k=1).ks() == [1]
+
+
+def test_config_hash_ignores_run_only_fields():
+    assert MulConfig(parallel=2, out=None).default_out() == MulConfig(parallel=1).default_out()
+    assert MulConfig(k=4).default_out() != MulConfig(k=5).default_out()
+
+
+def test_suite_tests_are_the_first_k_kept_tests_with_their_correctness():
+    results = (AssertResult("valid", "s1", assert_source="assert f(1) == 1"),
+               AssertResult("raised", "s2"),
+               AssertResult("wrong_answer", "s3", assert_source="assert f(2) == 4"),
+               AssertResult("duplicate", "s4"),
+               AssertResult("valid", "s5", assert_source="assert f(3) == 9"))
+    suite = SuiteResult(FAITHFUL, "python_blocks", results)
+    assert suite_tests(suite, 2) == (["assert f(1) == 1", "assert f(2) == 4"], [True, False])
+    assert suite_tests(suite, 5) == (["assert f(1) == 1", "assert f(2) == 4", "assert f(3) == 9"],
+                                     [True, False, True])
