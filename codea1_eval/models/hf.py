@@ -56,17 +56,15 @@ class _Row:
 
 
 class HFBackend:
-    """A causal LM loaded with ``AutoModelForCausalLM``.
+    """A causal LM loaded with ``AutoModelForCausalLM``; all requests and samples of a call share
+    batches (so commands send one task per call: a run's samples then never depend on which tasks
+    were still to do, and a resumed run generates exactly what an uninterrupted one would).
 
-    Batch-mates change padding, hence floating point, hence samples: so the samples of a sampled
-    request are batched only with each other (a run's samples never depend on which tasks share a
-    call, and a resumed run samples exactly what an uninterrupted one would). Greedy requests share
-    batches across requests for speed (a resumed greedy run can differ only at exact near-ties).
     ``dtype="auto"`` keeps the checkpoint's dtype on GPU and uses float32 on CPU (faster there than
     bfloat16 on CPUs without bf16 matrix units). Greedy requests with ``n > 1`` are generated once.
     """
 
-    max_requests_per_call = None
+    max_requests_per_call = 1  # batch-mates change padding, hence floating point, hence samples
 
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto"):
         require_hf()
@@ -123,22 +121,21 @@ class HFBackend:
         progress: Callable[[int], None] | None = None,
         on_result: ResultCallback | None = None,
     ) -> list[list[Completion]]:
-        """``params.n`` completions per request, ``batch_size`` rows a batch (see the class doc)."""
+        """``params.n`` completions per request; longest prompts first, ``batch_size`` rows a batch."""
         self._load()
-        greedy, batches = [], []
+        rows = []
         for index, request in enumerate(requests):
             ids = self._encode(request)
             n = request.params.n
             if request.params.temperature == 0:
-                greedy.append(_Row(index, range(n), ids, request.params))
+                rows.append(_Row(index, range(n), ids, request.params))
             else:
-                rows = [_Row(index, range(s, s + 1), ids, request.params) for s in range(n)]
-                batches += [rows[i:i + self.batch_size] for i in range(0, n, self.batch_size)]
-        greedy.sort(key=lambda row: -len(row.prompt_ids))  # similar lengths together: less padding
-        batches = [greedy[i:i + self.batch_size] for i in range(0, len(greedy), self.batch_size)] + batches
+                rows.extend(_Row(index, range(s, s + 1), ids, request.params) for s in range(n))
+        rows.sort(key=lambda row: -len(row.prompt_ids))
         results: list[list[Completion | None]] = [[None] * r.params.n for r in requests]
         missing = [r.params.n for r in requests]
-        for batch in batches:
+        for start in range(0, len(rows), self.batch_size):
+            batch = rows[start : start + self.batch_size]
             for row, completion in zip(batch, self._generate_batch(batch)):
                 for s in row.samples:
                     results[row.request][s] = replace(completion)
