@@ -26,6 +26,7 @@ from typing import Any
 from codea1_eval.asserts import FAITHFUL, MODES, VALID, SuiteResult, extract_asserts, extract_rounds, validate_suites
 from codea1_eval.config import RunOptions
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.ult import fixed_sample_task_ids, is_position_sample, load_fixed_sample, read_sample_file
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.extract import build_program, extract_code
@@ -295,22 +296,15 @@ def compute_metrics(config: MulConfig, benchmark: Benchmark, suites: dict[str, S
 
 
 def _sample_ids(config: MulConfig, benchmark: Benchmark) -> tuple[str, ...] | None:
+    """Task ids for conditional mut@k: ``--sample-file`` (task ids, or ``task_<i>`` positions on
+    the full ULT), by default the authors' fixed 10% sample on ``ult``, else none."""
     if config.sample_file is not None:
-        try:
-            ids = json.loads(Path(config.sample_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot read sample file {config.sample_file}: {exc}") from None
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise UserError(f"sample file {config.sample_file} must be a JSON list of task ids")
-        if benchmark.name == "ult" and all(re.fullmatch(r"task_\d+", i) for i in ids):
-            from codea1_eval.benchmarks.ult import fixed_sample_task_ids
-
-            return fixed_sample_task_ids(benchmark, Path(config.sample_file).parent)
-        return tuple(ids)
+        names = read_sample_file(config.sample_file)
+        if benchmark.name == "ult" and is_position_sample(names):
+            return fixed_sample_task_ids(benchmark, names)
+        return names
     if benchmark.name == "ult":
-        from codea1_eval.benchmarks.ult import fixed_sample_task_ids
-
-        return fixed_sample_task_ids(benchmark, config.data_dir)
+        return fixed_sample_task_ids(benchmark, load_fixed_sample(config.data_dir))
     return None
 
 

@@ -118,18 +118,27 @@ def load_fixed_sample(data_dir: Path | None = None) -> tuple[str, ...]:
     ``i`` is a 0-based position in the full ULT file (their run directories are named by
     enumeration order), not a ULT ``task_id``; see ``fixed_sample_task_ids``.
     """
-    path = resolve_data_file(FIXED_SAMPLE_FILE, "ult", data_dir)
+    return read_sample_file(resolve_data_file(FIXED_SAMPLE_FILE, "ult", data_dir))
+
+
+def read_sample_file(path: Path) -> tuple[str, ...]:
+    """A sample file: a JSON list of task ids, or of ``task_<i>`` position names."""
     try:
-        names = json.loads(path.read_text(encoding="utf-8"))
+        names = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UserError(f"{path} is not a sample file: {type(exc).__name__}: {exc}") from None
-    if not isinstance(names, list) or not all(isinstance(n, str) and _SAMPLE_ID.fullmatch(n) for n in names):
-        raise UserError(f"{path} is not a sample file: expected a JSON list of names like 'task_213'.")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise UserError(f"{path} is not a sample file: expected a JSON list of task ids or names like 'task_213'.")
     return tuple(names)
 
 
-def fixed_sample_task_ids(benchmark: Benchmark, data_dir: Path | None = None) -> tuple[str, ...]:
-    """The ``task_id``s of the fixed sample, in sample order, for the full ULT benchmark.
+def is_position_sample(names: tuple[str, ...]) -> bool:
+    """Whether ``names`` are ``task_<i>`` positions (the fixed-sample format) rather than task ids."""
+    return all(_SAMPLE_ID.fullmatch(name) for name in names)
+
+
+def fixed_sample_task_ids(benchmark: Benchmark, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``task_id``s at the ``task_<i>`` positions ``names``, in sample order, for the full ULT.
 
     Positions beyond a ``--limit``ed benchmark are left out. The sample does not apply to
     ult-lite (its tasks are not the first 200 of ULT), so any other benchmark is refused.
@@ -137,5 +146,7 @@ def fixed_sample_task_ids(benchmark: Benchmark, data_dir: Path | None = None) ->
     if benchmark.name != "ult":
         raise UserError(f"the fixed 10% sample indexes the full ULT by position; it does not apply to "
                         f"{benchmark.name!r}.")
-    positions = [int(_SAMPLE_ID.fullmatch(name).group(1)) for name in load_fixed_sample(data_dir)]
+    if not is_position_sample(names):
+        raise UserError("a position sample lists names like 'task_213'.")
+    positions = [int(_SAMPLE_ID.fullmatch(name).group(1)) for name in names]
     return tuple(benchmark.problems[i].task_id for i in positions if i < len(benchmark.problems))

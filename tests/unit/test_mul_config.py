@@ -38,3 +38,26 @@ def test_suite_tests_are_the_first_k_kept_tests_with_their_correctness():
     assert suite_tests(suite, 2) == (["assert f(1) == 1", "assert f(2) == 4"], [True, False])
     assert suite_tests(suite, 5) == (["assert f(1) == 1", "assert f(2) == 4", "assert f(3) == 9"],
                                      [True, False, True])
+
+
+def test_sample_file_ids_are_read_from_the_given_file(tmp_path, data_dir):
+    import json
+
+    from codea1_eval.benchmarks.base import load_benchmark
+    from codea1_eval.mul import _sample_ids
+
+    tasks = json.loads((data_dir / "ult" / "ULT_Lite.jsonl").read_text())
+    (tmp_path / "ult").mkdir()
+    (tmp_path / "ult" / "ULT.jsonl").write_text(json.dumps(tasks))
+    full = load_benchmark("ult", tmp_path)
+    positions = tmp_path / "positions.json"
+    positions.write_text(json.dumps(["task_2", "task_0", "task_5000"]))
+    assert _sample_ids(MulConfig(sample_file=positions), full) == (tasks[2]["task_id"], tasks[0]["task_id"])
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps(["HumanEval/3", "HumanEval/0"]))
+    assert _sample_ids(MulConfig(sample_file=ids), load_benchmark("humaneval+", data_dir)) == (
+        "HumanEval/3", "HumanEval/0")
+    assert _sample_ids(MulConfig(), load_benchmark("humaneval+", data_dir)) is None
+    ids.write_text('{"not": "a list"}')
+    with pytest.raises(UserError, match="is not a sample file: expected a JSON list"):
+        _sample_ids(MulConfig(sample_file=ids), full)

@@ -41,14 +41,14 @@ def test_fixed_sample_names_390_positions(data_dir):
 
 def test_fixed_sample_maps_positions_of_the_full_ult(data_dir, tmp_path):
     with pytest.raises(UserError, match="does not apply to 'ult-lite'"):
-        fixed_sample_task_ids(load_benchmark("ult-lite", data_dir), data_dir)
+        fixed_sample_task_ids(load_benchmark("ult-lite", data_dir), load_fixed_sample(data_dir))
     # Stand-in for the full file, written as JSON lines (also accepted): the lite tasks in order.
     tasks = json.loads((data_dir / "ult" / "ULT_Lite.jsonl").read_text())
     (tmp_path / "ult").mkdir()
     (tmp_path / "ult" / "ULT.jsonl").write_text("\n".join(json.dumps(task) for task in tasks))
     full = load_benchmark("ult", tmp_path)
     assert (full.name, len(full.problems)) == ("ult", 200)
-    ids = fixed_sample_task_ids(full, data_dir)
+    ids = fixed_sample_task_ids(full, load_fixed_sample(data_dir))
     assert len(ids) == 21 and ids[:2] == (tasks[75]["task_id"], tasks[26]["task_id"])
 
 
