@@ -92,7 +92,10 @@ class OpenAIBackend:
         while len(completions) < params.n:
             missing = params.n - len(completions)
             seed = None if params.seed is None else params.seed + len(completions)
-            completions += self._call(request, missing, seed)[:missing]
+            answered = self._call(request, missing, seed)[:missing]
+            if not answered:
+                raise GenerationError(f"endpoint {self.base_url} (model {self.model!r}) returned no choices")
+            completions += answered
         return [c for c in completions for _ in range(copies)]
 
     def _call(self, request: GenerationRequest, n: int, seed: int | None) -> list[Completion]:

@@ -38,7 +38,7 @@ class ScriptedEndpoint:
                     self.end_headers()
                     self.wfile.write(b'{"error": {"message": "scripted failure"}}')
                     return
-                count = min(body["n"], endpoint.max_choices or body["n"])
+                count = body["n"] if endpoint.max_choices is None else min(body["n"], endpoint.max_choices)
                 seed = body.get("seed", 0)
                 chat = self.path.endswith("/chat/completions")
                 choices = [{"index": i, "finish_reason": "stop",
@@ -147,3 +147,10 @@ def test_finished_requests_are_reported_before_a_failure(endpoint_factory):
     with pytest.raises(GenerationError):
         good.generate([chat(seed=3), chat(seed=4)], on_result=lambda i, c: reported.append(i))
     assert sorted(reported) == [0, 1]
+
+
+def test_a_server_returning_no_choices_is_an_error_not_a_hang(endpoint_factory):
+    endpoint = endpoint_factory(max_choices=0)
+    with pytest.raises(GenerationError, match=r"\(model 'm'\) returned no choices"):
+        backend(endpoint.url).generate([chat(n=2)])
+    assert len(endpoint.bodies) == 1
