@@ -70,39 +70,45 @@ def _sample_key(task_id: str, index: int) -> str:
     return f"{task_id}#{index}"
 
 
+def code_requests(problems: list[Problem], n: int, temperature: float, top_p: float, max_tokens: int,
+                  seed: int) -> list:
+    """One Code-A1 coder request per problem for ``n`` samples, seeded per task (a sample then does
+    not depend on which tasks share its call)."""
+    from codea1_eval.models import GenerationRequest, SamplingParams
+    from codea1_eval.models.driver import task_seed
+
+    return [GenerationRequest(code_messages(problem.question), params=SamplingParams(
+        n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=task_seed(seed, problem.task_id)))
+        for problem in problems]
+
+
 def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tuple[dict[str, list[dict]], dict]:
     """Sample ``n`` responses per problem, appending each finished task to generations.jsonl.
 
     Returns the samples and generation facts for the manifest (model identity, cache hits/misses).
     """
-    from codea1_eval.models import GenerationRequest, SamplingParams, load_backend
-    from codea1_eval.models.driver import generate_all, generation_facts, task_seed
+    from codea1_eval.models.driver import generate_all, generation_facts
 
     done: dict[str, dict] = {r["key"]: r for r in read_jsonl(run.file(GENERATIONS))}
-    todo = [p for p in benchmark.problems
-            if any(_sample_key(p.task_id, i) not in done for i in range(config.n))]
+    problems = benchmark.problems
+    finished = {i for i, p in enumerate(problems) if all(_sample_key(p.task_id, s) in done for s in range(config.n))}
     facts: dict[str, Any] = {}
-    if todo:
-        backend = load_backend(config.coder, config.backend_options, hints={"batch_size": config.batch_size},
-                               cache="default" if config.generation_cache else None)
-        # Seeded per task: a sample does not depend on which tasks share its call, so a resumed run
-        # generates exactly what an uninterrupted one would.
-        requests = [GenerationRequest(code_messages(problem.question), params=SamplingParams(
-            n=config.n, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
-            seed=task_seed(config.seed, problem.task_id))) for problem in todo]
+    if len(finished) < len(problems):
+        backend = config.load_backend(config.coder)
+        requests = code_requests(problems, config.n, config.temperature, config.top_p, config.max_tokens, config.seed)
         with JsonlAppender(run.file(GENERATIONS)) as out, \
-                progress(f"generating ({config.coder})", len(todo) * config.n) as advance:
+                progress(f"generating ({config.coder})", (len(problems) - len(finished)) * config.n) as advance:
 
             def keep(index: int, completions: list) -> None:
-                task_id = todo[index].task_id
+                task_id = problems[index].task_id
                 records = [{"key": _sample_key(task_id, i), "task_id": task_id, "sample_index": i,
                             "response": c.text, "finish_reason": c.finish_reason,
                             "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
-                           for i, c in enumerate(completions)]
+                           for i, c in enumerate(completions) if _sample_key(task_id, i) not in done]
                 out.append_many(records)
                 done.update((record["key"], record) for record in records)
 
-            generate_all(backend, requests, keep, advance)
+            generate_all(backend, requests, keep, advance, done=finished)
         facts = generation_facts(backend)
     samples: dict[str, list[dict]] = {}
     for problem in benchmark.problems:

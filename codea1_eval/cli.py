@@ -101,6 +101,58 @@ def mul(
     print_mul_metrics(run_mul(config))
 
 
+@app.command()
+def bon(
+    coder: str = typer.Option("mutants", help=MODEL_SPEC_HELP + " Or mutants (the reference plus M - 1 of its "
+                              "mutants, shuffled)."),
+    tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP),
+    benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+"),
+    candidates: int = typer.Option(8, "-M", "--candidates", min=1, help="Candidate programs per problem."),
+    suites: int = typer.Option(8, "-N", "--suites", min=1, help="Test suites per problem (per candidate "
+                               "with --white-box)."),
+    white_box: bool = typer.Option(False, help="Show the tester each candidate's code (Code-A1); default "
+                                   "black-box from the question."),
+    selector: list[str] = typer.Option([], "--selector", help="Selector to report, repeatable (default: "
+                                       "most-passed, unique-tests, codet, majority; random and oracle always)."),
+    matrices: Optional[Path] = typer.Option(None, help="Re-score the matrices of this finished bon run dir "
+                                            "(no model, no sandbox)."),
+    temperature: float = typer.Option(0.8, min=0.0),
+    top_p: float = typer.Option(0.95, min=0.0, max=1.0),
+    max_tokens: int = typer.Option(768, min=1),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N problems."),
+    seed: int = typer.Option(0),
+    mutator: str = typer.Option("mutmut", help="Mutants for --coder mutants: mutmut | cosmic-ray | ast-ops"),
+    resamples: int = typer.Option(200, min=1, help="Resamples per point of the scaling curves."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/bon-BENCH-CODER-TESTER-HASH)."),
+    data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
+    isolation: str = typer.Option("process", help="process | bwrap"),
+    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every ground-truth time limit."),
+    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
+    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
+    cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
+    overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
+) -> None:
+    """Best-of-N selection over code x test execution matrices: selectors, CURE statistics, curves."""
+    from codea1_eval.bon import BonConfig, rescore, run_bon
+    from codea1_eval.report import print_bon_metrics
+
+    chosen = tuple(selector) or BonConfig().selectors
+    if matrices is not None:
+        print_bon_metrics(rescore(matrices, chosen, resamples, seed))
+        return
+    from codea1_eval.models import parse_backend_options
+
+    config = BonConfig(benchmark=benchmark, coder=coder, tester=tester, candidates=candidates, suites=suites,
+                       white_box=white_box, limit=limit, temperature=temperature, top_p=top_p,
+                       max_tokens=max_tokens, seed=seed, mutator=mutator, isolation=isolation,
+                       timeout_scale=timeout_scale, selectors=chosen, resamples=resamples, out=out,
+                       data_dir=data_dir, parallel=parallel, batch_size=batch_size,
+                       backend_options=parse_backend_options(backend_option), generation_cache=cache,
+                       overwrite=overwrite)
+    print_bon_metrics(run_bon(config))
+
+
 @app.command("benchmarks")
 def list_benchmarks() -> None:
     """List the benchmarks."""

@@ -26,6 +26,13 @@ class RunOptions:
     generation_cache: bool = run_only(True)
     overwrite: bool = run_only(False)
 
+    def load_backend(self, spec: str):
+        """The model backend for ``spec`` with these options (weights load lazily, on first use)."""
+        from codea1_eval.models import load_backend
+
+        return load_backend(spec, self.backend_options, hints={"batch_size": self.batch_size},
+                            cache="default" if self.generation_cache else None)
+
     def result_fields(self) -> dict:
         """The fields that determine results, as a JSON-ready dict."""
         run_only_names = {f.name for f in self.__dataclass_fields__.values() if f.metadata.get("run_only")}

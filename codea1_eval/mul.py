@@ -15,8 +15,6 @@ Stages (each resumable, each appended to the run dir as it finishes):
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -34,11 +32,11 @@ from codea1_eval.metrics.coverage import CoverageResult, measure_coverage, micro
 from codea1_eval.metrics.kill_matrix import KILLING, kill_matrix
 from codea1_eval.metrics.mutation import MUTATORS, make_mutants
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
-from codea1_eval.models import GenerationRequest, SamplingParams, load_backend, parse_model_spec
+from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.paths import cache_dir
 from codea1_eval.prompts import assert_test_messages, code_messages, ult_round_messages
-from codea1_eval.results import JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic
+from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
 from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits
 
 PROTOCOLS = ("code-a1", "black-box", "ult")
@@ -88,36 +86,29 @@ class MulConfig(RunOptions):
         return Path("runs") / f"mul-{self.benchmark}-{slug}-{config_hash(self.identity())[:8]}"
 
 
-def _hash(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
 # ------------------------------------------------------------------------------------ generation
-
-def _load_model(spec: str, config: MulConfig):
-    return load_backend(spec, config.backend_options, hints={"batch_size": config.batch_size},
-                        cache="default" if config.generation_cache else None)
-
 
 def white_box_code(config: MulConfig, benchmark: Benchmark, run: RunDir, facts: dict) -> dict[str, str]:
     """The code shown to a white-box tester per task: the reference, or the ``--coder``'s greedy answer."""
     if config.coder is None:
         return {p.task_id: p.reference for p in benchmark.problems}
     done = {r["task_id"]: r["code"] for r in read_jsonl(run.file(CANDIDATES))}
-    todo = [p for p in benchmark.problems if p.task_id not in done]
-    if todo:
-        backend = _load_model(config.coder, config)
+    problems = benchmark.problems
+    finished = {i for i, p in enumerate(problems) if p.task_id in done}
+    if len(finished) < len(problems):
+        backend = config.load_backend(config.coder)
         requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
-            max_tokens=config.max_tokens)) for p in todo]
-        with JsonlAppender(run.file(CANDIDATES)) as out, progress(f"coding ({config.coder})", len(todo)) as advance:
+            max_tokens=config.max_tokens)) for p in problems]
+        with JsonlAppender(run.file(CANDIDATES)) as out, \
+                progress(f"coding ({config.coder})", len(problems) - len(finished)) as advance:
 
             def keep(index: int, completions: list) -> None:
-                problem = todo[index]
+                problem = problems[index]
                 code = build_program(problem.prompt, extract_code(completions[0].text)[0])
                 out.append({"task_id": problem.task_id, "response": completions[0].text, "code": code})
                 done[problem.task_id] = code
 
-            generate_all(backend, requests, keep, advance)
+            generate_all(backend, requests, keep, advance, done=finished)
         facts["coder"] = generation_facts(backend)
     return done
 
@@ -149,23 +140,25 @@ def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, execu
     rounds = config.k if protocol == "ult" else 1
     code = white_box_code(config, benchmark, run, facts) if protocol == "code-a1" else {}
     backend = None
+    problems = benchmark.problems
     for round_index in range(rounds):
-        todo = [p for p in benchmark.problems if round_index not in replies[p.task_id]]
-        if not todo:
+        finished = {i for i, p in enumerate(problems) if round_index in replies[p.task_id]}
+        if len(finished) == len(problems):
             continue
-        backend = backend or _load_model(config.tester, config)
+        backend = backend or config.load_backend(config.tester)
         requests = [_tester_request(config, protocol, p, code.get(p.task_id),
-                                    [replies[p.task_id][r] for r in range(round_index)]) for p in todo]
+                                    [replies[p.task_id][r] for r in range(round_index)]) for p in problems]
         title = f"tests ({config.tester})" + (f", round {round_index + 1}/{rounds}" if rounds > 1 else "")
-        with JsonlAppender(run.file(GENERATIONS)) as out, progress(title, len(todo)) as advance:
+        with JsonlAppender(run.file(GENERATIONS)) as out, \
+                progress(title, len(problems) - len(finished)) as advance:
 
-            def keep(index: int, completions: list, todo: list[Problem] = todo, round_index: int = round_index) -> None:
-                task_id = todo[index].task_id
+            def keep(index: int, completions: list, round_index: int = round_index) -> None:
+                task_id = problems[index].task_id
                 out.append({"task_id": task_id, "round": round_index, "response": completions[0].text,
                             "finish_reason": completions[0].finish_reason})
                 replies[task_id][round_index] = completions[0].text
 
-            generate_all(backend, requests, keep, advance)
+            generate_all(backend, requests, keep, advance, done=finished)
     if backend is not None:
         facts["tester"] = generation_facts(backend)
     return {task_id: [by_round[r] for r in range(rounds)] for task_id, by_round in replies.items()}
@@ -189,7 +182,7 @@ def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[st
     """Extract and validate each task's tests against its reference (resumed by content hash)."""
     protocol = config.resolved_protocol(benchmark.name)
     done = {r["key"]: r for r in read_jsonl(run.file(TESTS))}
-    keys = {p.task_id: _hash(p.reference, replies[p.task_id], config.mode, protocol) for p in benchmark.problems}
+    keys = {p.task_id: content_hash(p.reference, replies[p.task_id], config.mode, protocol) for p in benchmark.problems}
     todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
     if todo:
         extractions = [extract_rounds(replies[p.task_id], p.entry_point)
@@ -222,7 +215,7 @@ def mutate(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResul
     keys = {}
     for problem in benchmark.problems:
         tests, _ = suite_tests(suites[problem.task_id], config.k)
-        keys[problem.task_id] = _hash(problem.reference, tests, config.mutator, config.timeout_scale)
+        keys[problem.task_id] = content_hash(problem.reference, tests, config.mutator, config.timeout_scale)
     todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
     with JsonlAppender(run.file(MUTANTS)) as out, progress(f"mutants ({config.mutator})", len(todo)) as advance:
         for problem in todo:
@@ -250,7 +243,7 @@ def measure_task_coverage(config: MulConfig, benchmark: Benchmark, suites: dict[
     """Line and branch coverage of each reference by its first k tests (resumed by content hash)."""
     done = {r["key"]: r for r in read_jsonl(run.file(COVERAGE))}
     tests = {p.task_id: suite_tests(suites[p.task_id], config.k)[0] for p in benchmark.problems}
-    keys = {p.task_id: _hash(p.reference, tests[p.task_id], config.timeout_scale) for p in benchmark.problems}
+    keys = {p.task_id: content_hash(p.reference, tests[p.task_id], config.timeout_scale) for p in benchmark.problems}
     todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
     if todo:
         with progress("coverage", len(todo)) as advance:

@@ -52,5 +52,26 @@ def print_mul_metrics(metrics: dict[str, Any]) -> None:
         console.print(f"run dir: {metrics['run_dir']}")
 
 
+def print_bon_metrics(metrics: dict[str, Any]) -> None:
+    """A table of selector accuracy with 95% intervals (random and oracle last), then CURE statistics."""
+    table = Table(title=f"{metrics['benchmark']}: {metrics['n_tasks']} problems, coder {metrics['coder']} x "
+                        f"tester {metrics['tester']} (M={metrics['candidates']}, "
+                        f"{metrics['tests_mean']:.1f} tests per problem on average)")
+    table.add_column("selector")
+    table.add_column("accuracy", justify="right")
+    table.add_column("95% CI", justify="right")
+    for name, value in metrics["accuracy"].items():
+        low, high = metrics["ci95"][name]
+        table.add_row(name, _number(value), f"[{_number(low)}, {_number(high)}]")
+    console = Console()
+    console.print(table)
+    cure = metrics["cure"]
+    console.print(f"CURE: p_u {cure['p_u']:.4f}, p_01 {cure['p_01']:.4f}, p_00 {cure['p_00']:.4f}, "
+                  f"mu {cure['mu']:.4f} ({cure['problems']} problems used, {cure['skipped']} skipped: "
+                  f"all candidates right or all wrong)")
+    if "run_dir" in metrics:
+        console.print(f"run dir: {metrics['run_dir']}")
+
+
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"

@@ -28,6 +28,11 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def content_hash(*parts: Any) -> str:
+    """Stable sha256 of JSON-able parts: the key under which a stage's record is reused on resume."""
+    return config_hash(list(parts))  # type: ignore[arg-type]
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` via a temp file and rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -77,8 +77,9 @@ class Backend(Protocol):
     """A model that answers batches of requests.
 
     Construction is cheap: weights load on the first ``generate`` call, so a run whose generations
-    are all cached never loads the model. ``max_requests_per_call`` is how many requests a caller
-    should send at once (``None``: all of them; 1 where batching would change the samples).
+    are all cached never loads the model. ``max_requests_per_call`` is set where a request's samples
+    depend on which requests share its call: callers then send fixed chunks of that many (``None``:
+    samples do not depend on batch-mates; send everything at once).
     """
 
     identity: str  # stable model identity for manifests and caches

@@ -86,7 +86,12 @@ class CacheStats:
 
 
 class CachedBackend:
-    """A backend whose samples come from the cache when present; only misses reach the model."""
+    """A backend whose samples come from the cache when present; only misses reach the model.
+
+    For a backend whose samples depend on their batch-mates (``max_requests_per_call`` set), a call
+    is served from the cache only when all of it is cached; otherwise all of it is generated (cached
+    samples still win), so the missing samples come from the same batches as in an uninterrupted run.
+    """
 
     def __init__(self, backend: Backend, cache: GenerationCache):
         self.backend, self.cache, self.stats = backend, cache, CacheStats()
@@ -101,10 +106,12 @@ class CachedBackend:
     ) -> list[list[Completion]]:
         keys = [[sample_key(self.identity, r, s) for s in range(r.params.n)] for r in requests]
         cached = self.cache.get_many([k for request_keys in keys for k in request_keys])
+        complete = [all(k in cached for k in request_keys) for request_keys in keys]
+        batch_sensitive = self.max_requests_per_call is not None and not all(complete)
         results: list[list[Completion]] = [[] for _ in requests]
-        misses = []
+        to_generate = []
         for index, request_keys in enumerate(keys):
-            if all(k in cached for k in request_keys):
+            if complete[index] and not batch_sensitive:
                 results[index] = [cached[k] for k in request_keys]
                 self.stats.hits += len(request_keys)
                 if progress is not None:
@@ -112,10 +119,10 @@ class CachedBackend:
                 if on_result is not None:
                     on_result(index, results[index])
             else:
-                misses.append(index)
+                to_generate.append(index)
 
-        def store(miss: int, completions: list[Completion]) -> None:
-            index = misses[miss]
+        def store(position: int, completions: list[Completion]) -> None:
+            index = to_generate[position]
             request_keys = keys[index]
             self.stats.hits += sum(k in cached for k in request_keys)
             self.stats.misses += sum(k not in cached for k in request_keys)
@@ -125,8 +132,8 @@ class CachedBackend:
             if on_result is not None:
                 on_result(index, results[index])
 
-        if misses:
-            self.backend.generate([requests[i] for i in misses], progress, store)
+        if to_generate:
+            self.backend.generate([requests[i] for i in to_generate], progress, store)
         return results
 
 

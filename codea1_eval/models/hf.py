@@ -56,15 +56,14 @@ class _Row:
 
 
 class HFBackend:
-    """A causal LM loaded with ``AutoModelForCausalLM``; all requests and samples of a call share
-    batches (so commands send one task per call: a run's samples then never depend on which tasks
-    were still to do, and a resumed run generates exactly what an uninterrupted one would).
+    """A causal LM loaded with ``AutoModelForCausalLM``; the requests and samples of a call share
+    batches of ``batch_size`` rows. Batch-mates change padding, hence floating point, hence samples,
+    so calls are capped at ``batch_size`` requests and commands send fixed chunks of tasks (see
+    ``generate_all``): a resumed run then generates exactly what an uninterrupted one would.
 
     ``dtype="auto"`` keeps the checkpoint's dtype on GPU and uses float32 on CPU (faster there than
     bfloat16 on CPUs without bf16 matrix units). Greedy requests with ``n > 1`` are generated once.
     """
-
-    max_requests_per_call = 1  # batch-mates change padding, hence floating point, hence samples
 
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto"):
         require_hf()
@@ -73,6 +72,7 @@ class HFBackend:
         if dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise UserError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
         self.batch_size, self.dtype, self._device_name = batch_size, dtype, device
+        self.max_requests_per_call = batch_size
         local = Path(path).expanduser()
         self.path = str(local.resolve()) if local.is_dir() else path
         self.model: Any = None
@@ -82,7 +82,8 @@ class HFBackend:
             self._load()
             snapshot = snapshot_dir(self.path)
         precision = "" if dtype == "auto" else f"#{dtype}"
-        self.identity = f"hf:{self.path}@{checkpoint_fingerprint(snapshot)}{precision}"
+        # The batch size is part of the identity: it decides batch-mates, so (slightly) the samples.
+        self.identity = f"hf:{self.path}@{checkpoint_fingerprint(snapshot)}{precision}/batch{batch_size}"
 
     def _load(self) -> None:
         """Load tokenizer and weights (once, on first use)."""

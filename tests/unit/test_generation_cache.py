@@ -3,21 +3,25 @@
 from codea1_eval.models import GenerationRequest, SamplingParams
 from codea1_eval.models.base import Completion
 from codea1_eval.models.cache import CachedBackend, GenerationCache, default_cache_path, sample_key
+from codea1_eval.models.driver import generate_all
 
 
 class CountingBackend:
-    """Answers sample ``s`` of a prompt with ``"<version>:<prompt>#s"`` and records what it was asked."""
+    """Answers sample ``s`` of a prompt with ``"<version>:<prompt>#s"`` and records what it was asked.
 
-    max_requests_per_call = None
+    With ``max_requests_per_call`` set it plays a batch-sensitive backend: each answer also names
+    the call's prompts (``"...@a+b"``), as padding would leave a trace in real samples."""
 
-    def __init__(self, identity="fake:model", version="v1"):
+    def __init__(self, identity="fake:model", version="v1", max_requests_per_call=None):
         self.identity, self.version, self.asked = identity, version, []
+        self.max_requests_per_call = max_requests_per_call
 
     def generate(self, requests, progress=None, on_result=None):
         results = []
+        batch = "@" + "+".join(r.prompt for r in requests) if self.max_requests_per_call else ""
         for index, request in enumerate(requests):
             self.asked.append((request.prompt, request.params.n))
-            completions = [Completion(f"{self.version}:{request.prompt}#{s}", "stop", 3, 2)
+            completions = [Completion(f"{self.version}:{request.prompt}#{s}{batch}", "stop", 3, 2)
                            for s in range(request.params.n)]
             results.append(completions)
             if on_result:
@@ -74,3 +78,34 @@ def test_cache_location_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("CODEA1_GENERATION_CACHE")
     monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path / "cache"))
     assert default_cache_path() == tmp_path / "cache" / "generations.sqlite3"
+
+
+def test_batch_sensitive_backend_gets_fixed_chunks_and_recorded_requests_are_not_reported():
+    backend = CountingBackend(max_requests_per_call=2)
+    reported, progressed = {}, []
+    requests = [request(p, n=1) for p in "abcde"]
+    generate_all(backend, requests, lambda i, c: reported.update({i: c[0].text}), progressed.append, done={0, 2, 3})
+    assert backend.asked == [("a", 1), ("b", 1), ("e", 1)]  # chunk (c, d) is all done; (a, b) is sent whole
+    assert reported == {1: "v1:b#0@a+b", 4: "v1:e#0@e"}
+    assert progressed == [1, 1]
+
+
+def test_batch_insensitive_backend_gets_only_the_missing_requests():
+    backend = CountingBackend()
+    reported = []
+    generate_all(backend, [request(p, n=1) for p in "abc"], lambda i, c: reported.append(i), done={1})
+    assert backend.asked == [("a", 1), ("c", 1)]
+    assert reported == [0, 2]
+
+
+def test_cache_serves_a_batch_sensitive_call_only_when_all_of_it_is_cached(tmp_path):
+    cache = GenerationCache(tmp_path / "c.sqlite3")
+    CachedBackend(CountingBackend(max_requests_per_call=2), cache).generate([request("a", n=1)])
+    inner = CountingBackend(version="v2", max_requests_per_call=2)
+    second = CachedBackend(inner, cache)
+    assert texts(second.generate([request("a", n=1), request("b", n=1)])) == [["v1:a#0@a"], ["v2:b#0@a+b"]]
+    assert inner.asked == [("a", 1), ("b", 1)]  # "b" is generated next to "a", as in an uninterrupted run
+    assert (second.stats.hits, second.stats.misses) == (1, 1)
+    third = CachedBackend(CountingBackend(version="v3", max_requests_per_call=2), cache)
+    assert texts(third.generate([request("a", n=1), request("b", n=1)])) == [["v1:a#0@a"], ["v2:b#0@a+b"]]
+    assert third.backend.asked == []

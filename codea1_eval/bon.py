@@ -1,0 +1,356 @@
+"""`codea1-eval bon`: best-of-N selection over code x test execution matrices (DESIGN §7).
+
+Stages (each resumable; records are appended as they finish and reused by content hash):
+
+1. candidates   M programs per problem: ``--coder`` samples, or the ``mutants`` coder (the reference
+                plus M - 1 of its mutants, shuffled with the seed);
+2. suites       N test suites per problem from ``--tester``: black-box from the question, or with
+                ``--white-box`` N suites per candidate shown its code, as Code-A1 does;
+3. execute      every candidate on every generated assert (its call and its predicted answer, as
+                written: nothing is corrected by the reference) -> pass/fail and output matrices;
+4. correctness  every candidate on the benchmark's ground-truth tests, never shown to selectors;
+5. select       each selector's accuracy with a 95% bootstrap interval, CURE statistics and the
+                scaling curves (``curves.png``), from ``matrices.npz``.
+
+``codea1-eval bon --matrices RUN_DIR`` repeats stage 5 on a finished run without any model.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from codea1_eval.asserts import calls_program, extract_asserts, holds, value_source
+from codea1_eval.avg import code_requests
+from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.groundtruth import compute_ground_truth
+from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.config import RunOptions, run_only
+from codea1_eval.display import progress
+from codea1_eval.errors import SandboxError, UserError
+from codea1_eval.extract import build_program, extract_code
+from codea1_eval.metrics import bootstrap_interval
+from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
+from codea1_eval.models import GenerationRequest, SamplingParams
+from codea1_eval.models.driver import generate_all, generation_facts, task_seed
+from codea1_eval.prompts import assert_test_messages
+from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
+from codea1_eval.sandbox import RETURNED, SANDBOX_ERROR, Executor, SandboxLimits
+from codea1_eval.scaling import SELECTORS, ProblemMatrix, accuracy, cure_stats, plot_curves, scaling_curves
+from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
+
+MUTANTS_CODER = "mutants"
+CANDIDATES, SUITES, EXECUTIONS, CORRECTNESS = (
+    "candidates.jsonl", "suites.jsonl", "executions.jsonl", "correctness.jsonl")
+MATRICES, METRICS, CURVES = "matrices.npz", "metrics.json", "curves.png"
+BASELINES = ("random", "oracle")  # always reported: the floor and the ceiling of any selector
+
+
+@dataclass
+class BonConfig(RunOptions):
+    """Everything that defines a `bon` run; fields marked run_only do not change its matrices."""
+
+    benchmark: str = "humaneval+"
+    coder: str = MUTANTS_CODER
+    tester: str = "smollm2"
+    candidates: int = 8
+    suites: int = 8
+    white_box: bool = False
+    limit: int | None = None
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_tokens: int = 768
+    seed: int = 0
+    mutator: str = DEFAULT_MUTATOR
+    isolation: str = "process"
+    timeout_scale: float = 1.0
+    call_time_limit: float = 3.0
+    selectors: tuple[str, ...] = run_only(default_factory=lambda: ("most-passed", "unique-tests", "codet", "majority"))
+    resamples: int = run_only(200)
+
+    def default_out(self) -> Path:
+        slug = "-".join(re.sub(r"[^A-Za-z0-9._+-]+", "_", spec).strip("_")[-40:] for spec in (self.coder, self.tester))
+        return Path("runs") / f"bon-{self.benchmark}-{slug}-{config_hash(self.result_fields())[:8]}"
+
+
+# ------------------------------------------------------------------------------------ candidates
+
+def mutant_candidates(problem: Problem, count: int, seed: int, mutator: str = DEFAULT_MUTATOR) -> list[dict]:
+    """The reference and ``count - 1`` of its mutants (fewer when it has fewer), shuffled with ``seed``:
+    candidates whose correctness is known without a strong coder (an equivalent mutant is correct too)."""
+    rng = random.Random(f"{seed}:{problem.task_id}")
+    mutants = make_mutants(problem.reference, mutator)
+    chosen = rng.sample(mutants, min(count - 1, len(mutants)))
+    candidates = [{"code": problem.reference, "origin": "reference"}]
+    candidates += [{"code": mutant.source, "origin": f"mutant:{mutant.mutant_id}"} for mutant in chosen]
+    rng.shuffle(candidates)
+    return candidates
+
+
+def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts: dict) -> dict[str, list[dict]]:
+    """M candidate programs per problem (candidates.jsonl: one record per problem)."""
+    done = {r["task_id"]: r["candidates"] for r in read_jsonl(run.file(CANDIDATES))}
+    problems = benchmark.problems
+    if config.coder == MUTANTS_CODER:
+        with JsonlAppender(run.file(CANDIDATES)) as out:
+            for problem in (p for p in problems if p.task_id not in done):
+                done[problem.task_id] = mutant_candidates(problem, config.candidates, config.seed, config.mutator)
+                out.append({"task_id": problem.task_id, "candidates": done[problem.task_id]})
+        return done
+    finished = {i for i, p in enumerate(problems) if p.task_id in done}
+    if len(finished) < len(problems):
+        backend = config.load_backend(config.coder)
+        requests = code_requests(problems, config.candidates, config.temperature, config.top_p,
+                                 config.max_tokens, config.seed)
+        with JsonlAppender(run.file(CANDIDATES)) as out, \
+                progress(f"candidates ({config.coder})", (len(problems) - len(finished)) * config.candidates) as advance:
+
+            def keep(index: int, completions: list) -> None:
+                problem = problems[index]
+                done[problem.task_id] = [{"code": build_program(problem.prompt, extract_code(c.text)[0]),
+                                          "origin": "generated", "response": c.text} for c in completions]
+                out.append({"task_id": problem.task_id, "candidates": done[problem.task_id]})
+
+            generate_all(backend, requests, keep, advance, done=finished)
+        facts["coder"] = generation_facts(backend)
+    return done
+
+
+# ---------------------------------------------------------------------------------------- suites
+
+def make_suites(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]], run: RunDir,
+                facts: dict) -> dict[str, list[dict]]:
+    """N suites per problem (per candidate with ``white_box``), each with its usable asserts
+    (suites.jsonl: one record per problem and shown candidate; ``candidate`` is None for black-box)."""
+    jobs = [(p, m if config.white_box else None) for p in benchmark.problems
+            for m in (range(len(candidates[p.task_id])) if config.white_box else [None])]
+    done = {(r["task_id"], r["candidate"]): r["suites"] for r in read_jsonl(run.file(SUITES))}
+    finished = {i for i, (p, m) in enumerate(jobs) if (p.task_id, m) in done}
+    if len(finished) < len(jobs):
+        backend = config.load_backend(config.tester)
+        requests = [GenerationRequest(
+            assert_test_messages(p.question, None if m is None else candidates[p.task_id][m]["code"]),
+            params=SamplingParams(n=config.suites, temperature=config.temperature, top_p=config.top_p,
+                                  max_tokens=config.max_tokens, seed=task_seed(config.seed + 1, f"{p.task_id}#{m}")))
+            for p, m in jobs]
+        with JsonlAppender(run.file(SUITES)) as out, \
+                progress(f"tests ({config.tester})", (len(jobs) - len(finished)) * config.suites) as advance:
+
+            def keep(index: int, completions: list) -> None:
+                problem, shown = jobs[index]
+                suites = [{"response": c.text, "asserts": _usable_asserts(c.text, problem.entry_point)}
+                          for c in completions]
+                out.append({"task_id": problem.task_id, "candidate": shown, "suites": suites})
+                done[(problem.task_id, shown)] = suites
+
+            generate_all(backend, requests, keep, advance, done=finished)
+        facts["tester"] = generation_facts(backend)
+    by_problem: dict[str, list[dict]] = {p.task_id: [] for p in benchmark.problems}
+    for problem, shown in jobs:
+        by_problem[problem.task_id].extend(done[(problem.task_id, shown)])
+    return by_problem
+
+
+def _usable_asserts(response: str, entry_point: str) -> list[dict]:
+    return [{"call": a.call, "op": a.op, "predicted": a.predicted}
+            for a in extract_asserts(response, entry_point).asserts if a.problem is None]
+
+
+def problem_tests(suites: list[dict], task_id: str) -> tuple[list[dict], list[str]]:
+    """The columns of a problem's matrix: every usable assert of every suite, in order, with its id."""
+    tests, ids = [], []
+    for s, suite in enumerate(suites):
+        for a, test in enumerate(suite["asserts"]):
+            tests.append(test)
+            ids.append(f"{task_id}#s{s}.{a}")
+    return tests, ids
+
+
+# --------------------------------------------------------------------------------------- execute
+
+def output_key(call) -> str:
+    """What majority voting compares: the returned value's source, else the way the call failed."""
+    if call.status != RETURNED:
+        return f"!{call.status}"
+    source = value_source(call.value)
+    return source if source is not None else f"!unrepresentable:{type(call.value).__name__}"
+
+
+def execute(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]],
+            tests: dict[str, list[dict]], run: RunDir, executor: Executor) -> dict[str, dict]:
+    """Run every candidate on its problem's generated asserts: per cell pass/fail and output key."""
+    done = {r["key"]: r for r in read_jsonl(run.file(EXECUTIONS))}
+    pending: dict[str, tuple[str, str, list[dict]]] = {}
+    for problem in benchmark.problems:
+        for candidate in candidates[problem.task_id]:
+            key = content_hash(candidate["code"], tests[problem.task_id], config.call_time_limit, config.isolation)
+            candidate["execution_key"] = key
+            if key not in done and tests[problem.task_id]:
+                pending[key] = (problem.task_id, candidate["code"], tests[problem.task_id])
+    keys = list(pending)
+    programs = (calls_program(pending[k][1], [text for t in pending[k][2] for text in (t["call"], t["predicted"])],
+                              config.call_time_limit) for k in keys)
+    with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
+        for index, result in executor.map_unordered(programs):
+            if result.status == SANDBOX_ERROR:
+                raise SandboxError(f"executing a candidate failed in the sandbox: {result.error}")
+            task_id, _, task_tests = pending[keys[index]]
+            calls = result.calls
+            record = {"key": keys[index], "task_id": task_id, "program_status": result.status,
+                      "passed": [calls[2 * t].status == RETURNED and calls[2 * t + 1].status == RETURNED
+                                 and holds(test["op"], calls[2 * t].value, calls[2 * t + 1].value)
+                                 for t, test in enumerate(task_tests)],
+                      "outputs": [output_key(calls[2 * t]) for t in range(len(task_tests))]}
+            out.append(record)
+            done[keys[index]] = record
+            advance(1)
+    return done
+
+
+def correctness(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]], run: RunDir,
+                executor: Executor) -> dict[str, bool]:
+    """Whether each distinct candidate passes the benchmark's ground truth (base and plus inputs)."""
+    done = {r["key"]: r["correct"] for r in read_jsonl(run.file(CORRECTNESS))}
+    problems = {p.task_id: p for p in benchmark.problems}
+    pending: dict[str, tuple[Problem, str]] = {}
+    for task_id, task_candidates in candidates.items():
+        for candidate in task_candidates:
+            key = content_hash(task_id, candidate["code"], config.timeout_scale, config.isolation)
+            candidate["correctness_key"] = key
+            if key not in done:
+                pending[key] = (problems[task_id], candidate["code"])
+    if not pending:
+        return done
+    with progress("ground truth", len(benchmark.problems)) as advance:
+        truth = compute_ground_truth(benchmark, executor, advance)
+    keys = list(pending)
+    programs = (candidate_program(pending[k][0], truth.get(pending[k][0].task_id), pending[k][1],
+                                  config.timeout_scale, benchmark.oracle) for k in keys)
+    with JsonlAppender(run.file(CORRECTNESS)) as out, progress("correctness", len(keys)) as advance:
+        for index, result in executor.map_unordered(programs):
+            if result.status == SANDBOX_ERROR:
+                raise SandboxError(f"judging a candidate failed in the sandbox: {result.error}")
+            problem = pending[keys[index]][0]
+            verdict = judge(benchmark, problem, truth.get(problem.task_id), result)
+            out.append({"key": keys[index], "task_id": problem.task_id, "correct": verdict.passed})
+            done[keys[index]] = verdict.passed
+            advance(1)
+    return done
+
+
+def build_matrices(benchmark: Benchmark, candidates: dict[str, list[dict]], suites: dict[str, list[dict]],
+                   executions: dict[str, dict], correct: dict[str, bool]) -> list[LabelledMatrix]:
+    """One labelled matrix per problem from the stage records."""
+    matrices = []
+    for problem in benchmark.problems:
+        task_tests, test_ids = problem_tests(suites[problem.task_id], problem.task_id)
+        rows = candidates[problem.task_id]
+        passed = [executions[c["execution_key"]]["passed"] if task_tests else [] for c in rows]
+        outputs = [executions[c["execution_key"]]["outputs"] if task_tests else [] for c in rows]
+        keys = tuple(f"assert {t['call']} {t['op']} {t['predicted']}" for t in task_tests)
+        matrix = ProblemMatrix(problem.task_id, np.array(passed, dtype=bool).reshape(len(rows), len(task_tests)),
+                               [correct[c["correctness_key"]] for c in rows], outputs=outputs, test_keys=keys)
+        matrices.append(LabelledMatrix(matrix, tuple(f"{problem.task_id}#c{m}" for m in range(len(rows))),
+                                       tuple(test_ids)))
+    return matrices
+
+
+# ---------------------------------------------------------------------------------------- select
+
+@dataclass
+class SelectionReport:
+    """Stage 5's numbers: accuracy (%) per selector with a 95% interval, CURE statistics, curves."""
+
+    accuracy: dict[str, float]
+    ci95: dict[str, list[float]]
+    cure: dict[str, float | int]
+    n_tasks: int
+    candidates: int
+    tests_mean: float
+    curves: list[dict] = field(default_factory=list)
+
+
+def select_and_score(matrices: Sequence[ProblemMatrix], selectors: Sequence[str], resamples: int = 200,
+                     seed: int = 0, curves_png: Path | None = None) -> SelectionReport:
+    """Every selector's accuracy (plus ``random`` and ``oracle``), CURE statistics and, when
+    ``curves_png`` is given, the scaling curves along both axes drawn there."""
+    if not matrices:
+        raise UserError("no problems to select on")
+    names = list(dict.fromkeys([*selectors, *BASELINES]))
+    for name in names:
+        SELECTORS.check(name)
+    per_problem = {name: [100.0 * accuracy(m, name) for m in matrices] for name in names}
+    report = SelectionReport(
+        accuracy={name: round(float(np.mean(values)), 4) for name, values in per_problem.items()},
+        ci95={name: [round(x, 4) for x in bootstrap_interval(values)] for name, values in per_problem.items()},
+        cure={k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(cure_stats(matrices)).items()},
+        n_tasks=len(matrices), candidates=max(m.n_candidates for m in matrices),
+        tests_mean=round(float(np.mean([m.n_tests for m in matrices])), 2))
+    if curves_png is not None:
+        curves = [curve for axis in ("candidates", "tests") if max(getattr(m, f"n_{axis}") for m in matrices) > 0
+                  for curve in scaling_curves(matrices, names, axis=axis, resamples=resamples, seed=seed)]
+        plot_curves(curves, curves_png)
+        report.curves = [asdict(curve) for curve in curves]
+    return report
+
+
+# ------------------------------------------------------------------------------------------- run
+
+def run_bon(config: BonConfig) -> dict[str, Any]:
+    """Run (or resume) a `bon` evaluation and return its metrics (also in OUT/metrics.json)."""
+    if config.candidates < 1 or config.suites < 1:
+        raise UserError("-M (candidates) and -N (suites) must be at least 1")
+    for name in config.selectors:
+        SELECTORS.check(name)
+    for spec in ({config.coder} - {MUTANTS_CODER}) | {config.tester}:
+        from codea1_eval.models import parse_model_spec
+
+        parse_model_spec(spec)
+    benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
+    if any(p.inputs is None for p in benchmark.problems):
+        raise UserError(f"bon needs a benchmark with input/output ground truth; {benchmark.name} has test scripts")
+    limits = SandboxLimits(isolation=config.isolation)
+    executor = Executor(limits, config.parallel)
+    run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
+                                                             "dataset_sha256": benchmark.sha256}, config.overwrite)
+    facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                                           "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                             "sandbox": asdict(limits)}
+    run.write_manifest({**facts, "status": "running"})
+    candidates = make_candidates(config, benchmark, run, facts)
+    suites = make_suites(config, benchmark, candidates, run, facts)
+    run.write_manifest({**facts, "status": "running"})
+    tests = {task_id: problem_tests(task_suites, task_id)[0] for task_id, task_suites in suites.items()}
+    executions = execute(config, benchmark, candidates, tests, run, executor)
+    correct = correctness(config, benchmark, candidates, run, executor)
+    matrices = build_matrices(benchmark, candidates, suites, executions, correct)
+    save_matrices(run.file(MATRICES), matrices)
+    metrics = _metrics(config, benchmark.name, matrices, run.path)
+    run.write_manifest({**facts, "status": "complete"})
+    return metrics
+
+
+def rescore(run_dir: Path, selectors: Sequence[str], resamples: int = 200, seed: int = 0) -> dict[str, Any]:
+    """Stage 5 again on a finished run's ``matrices.npz``: no model, no sandbox; nothing is written."""
+    matrices = [labelled.matrix for labelled in load_matrices(Path(run_dir) / MATRICES)]
+    report = select_and_score(matrices, selectors, resamples, seed)
+    manifest = json.loads((Path(run_dir) / "manifest.json").read_text()) if (Path(run_dir) / "manifest.json").is_file() else {}
+    config = manifest.get("config", {})
+    return {"benchmark": config.get("benchmark"), "coder": config.get("coder"), "tester": config.get("tester"),
+            **asdict(report), "run_dir": str(run_dir)}
+
+
+def _metrics(config: BonConfig, benchmark: str, matrices: list[LabelledMatrix], run_path: Path) -> dict[str, Any]:
+    report = select_and_score([m.matrix for m in matrices], config.selectors, config.resamples, config.seed,
+                              curves_png=run_path / CURVES)
+    metrics = {"benchmark": benchmark, "coder": config.coder, "tester": config.tester,
+               "white_box": config.white_box, **asdict(report)}
+    write_json_atomic(run_path / METRICS, metrics)
+    metrics["run_dir"] = str(run_path)
+    return metrics
