@@ -141,6 +141,7 @@ class RunDir:
         self.config = config
         self.config_hash = config_hash({"command": command, **config})
         manifest_path = self.path / MANIFEST
+        previous: dict = {}
         if manifest_path.is_file():
             try:
                 previous = json.loads(manifest_path.read_text())
@@ -160,13 +161,17 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         self.resumed = manifest_path.is_file()
         self.command = command
+        # Facts an earlier session recorded (e.g. which model generated) survive a resume's rewrites.
+        self._recorded = previous if self.resumed and previous.get("config_hash") == self.config_hash else {}
 
     def file(self, name: str) -> Path:
         return self.path / name
 
     def write_manifest(self, extra: dict) -> None:
-        """(Re)write manifest.json with versions, git revision, host and ``extra`` facts."""
+        """(Re)write manifest.json with versions, git revision, host and ``extra`` facts (on top of
+        the facts recorded before a resume)."""
         manifest = {
+            **self._recorded,
             "schema": SCHEMA_VERSION,
             "tool": "codea1-eval",
             "tool_version": __version__,

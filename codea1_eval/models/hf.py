@@ -81,9 +81,9 @@ class HFBackend:
         except UserError:  # a hub id not downloaded yet: loading fetches it
             self._load()
             snapshot = snapshot_dir(self.path)
-        precision = "" if dtype == "auto" else f"#{dtype}"
-        # The batch size is part of the identity: it decides batch-mates, so (slightly) the samples.
-        self.identity = f"hf:{self.path}@{checkpoint_fingerprint(snapshot)}{precision}/batch{batch_size}"
+        # Settings that change samples: the precision, and the batch size (it decides batch-mates).
+        self.settings = ("" if dtype == "auto" else f"#{dtype}") + f"/batch{batch_size}"
+        self.identity = f"hf:{self.path}@{checkpoint_fingerprint(snapshot)}{self.settings}"
 
     def _load(self) -> None:
         """Load tokenizer and weights (once, on first use)."""

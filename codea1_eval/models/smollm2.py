@@ -57,7 +57,7 @@ def smollm2_backend(argument: str = "", device: str | None = None, batch_size: i
                     dtype: str = "auto") -> HFBackend:
     """The ``smollm2`` backend: an HFBackend on the converted checkpoint, with a fixed identity."""
     backend = HFBackend(str(smollm2_checkpoint()), device=device, batch_size=batch_size, dtype=dtype)
-    backend.identity = IDENTITY + ("" if dtype == "auto" else f"#{dtype}")
+    backend.identity = IDENTITY + backend.settings
     return backend
 
 

@@ -42,7 +42,7 @@ def test_checkpoint_is_a_bfloat16_hf_checkpoint_with_chat_template():
 
 def test_greedy_chat_answers_sensibly(backend, greedy):
     _, results, finished = greedy
-    assert backend.identity == "smollm2:SmolLM2-135M-Instruct-Q4_1"
+    assert backend.identity == f"smollm2:SmolLM2-135M-Instruct-Q4_1/batch{backend.batch_size}"
     assert [len(r) for r in results] == [1, 1]
     assert sum(finished) == 2
     add, capital = results[0][0], results[1][0]

@@ -47,3 +47,15 @@ def test_atomic_json_write(tmp_path):
     write_json_atomic(tmp_path / "m.json", {"x": 1})
     assert json.loads((tmp_path / "m.json").read_text()) == {"x": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_resumed_run_keeps_the_facts_recorded_before(tmp_path):
+    first = RunDir(tmp_path / "run", "avg", {"n": 1})
+    first.write_manifest({"status": "running", "generation": {"model": "hf:x"}})
+    resumed = RunDir(tmp_path / "run", "avg", {"n": 1})
+    resumed.write_manifest({"status": "complete"})
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["generation"] == {"model": "hf:x"} and manifest["status"] == "complete"
+    fresh = RunDir(tmp_path / "run", "avg", {"n": 2}, overwrite=True)
+    fresh.write_manifest({"status": "running"})
+    assert "generation" not in json.loads((tmp_path / "run" / "manifest.json").read_text())

@@ -1,0 +1,68 @@
+"""`codea1-eval bon` end to end with the `mutants` coder and the real SmolLM2 tester."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from codea1_eval.bon import BonConfig, rescore, run_bon
+from codea1_eval.results import read_jsonl
+from codea1_eval.scaling.store import load_matrices
+
+pytestmark = pytest.mark.slow
+
+SMALL = dict(benchmark="humaneval+", coder="mutants", tester="smollm2", candidates=4, suites=2, limit=3,
+             max_tokens=256, resamples=20)
+
+
+def test_mutants_coder_with_smollm2_tester_runs_resumes_and_rescores(tmp_path):
+    run = tmp_path / "bon"
+    metrics = run_bon(BonConfig(**SMALL, out=run))
+    labelled = load_matrices(run / "matrices.npz")
+    assert [m.matrix.task_id for m in labelled] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    candidates = {r["task_id"]: r["candidates"] for r in read_jsonl(run / "candidates.jsonl")}
+    for problem in labelled:
+        rows = candidates[problem.matrix.task_id]
+        assert len(problem.candidate_ids) == len(rows) <= 4
+        reference = [c["origin"] for c in rows].index("reference")
+        assert problem.matrix.correct[reference]  # the reference passes its own ground truth
+        suites = [s for r in read_jsonl(run / "suites.jsonl") if r["task_id"] == problem.matrix.task_id
+                  for s in r["suites"]]
+        assert len(suites) == 2 and problem.matrix.n_tests == sum(len(s["asserts"]) for s in suites)
+    fraction_correct = np.mean([m.matrix.correct.mean() for m in labelled]) * 100
+    assert metrics["accuracy"]["random"] == pytest.approx(fraction_correct, abs=1e-3)
+    assert metrics["accuracy"]["oracle"] == 100.0  # the reference is always a candidate
+    assert all(value <= 100.0 for value in metrics["accuracy"].values())
+    assert (run / "curves.png").stat().st_size > 0
+
+    lines = {name: len((run / name).read_text().splitlines())
+             for name in ("candidates.jsonl", "suites.jsonl", "executions.jsonl", "correctness.jsonl")}
+    again = run_bon(BonConfig(**SMALL, out=run))
+    assert again["accuracy"] == metrics["accuracy"]
+    assert {name: len((run / name).read_text().splitlines()) for name in lines} == lines  # nothing redone
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["tester"]["model"].startswith("smollm2:")  # kept
+
+    rescored = rescore(run, ["codet"], resamples=20)
+    assert rescored["accuracy"]["codet"] == metrics["accuracy"]["codet"]
+    assert set(rescored["accuracy"]) == {"codet", "random", "oracle"}
+
+
+def test_rescore_cli_prints_the_table_and_bad_input_is_one_line(tmp_path):
+    run = tmp_path / "bon"
+    run_bon(BonConfig(**{**SMALL, "limit": 1, "suites": 1}, out=run))
+    done = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(run), "--selector", "codet"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "codet" in done.stdout and "oracle" in done.stdout and "CURE" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(tmp_path / "nope")],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
+    assert bad.stderr.startswith("error: no matrices file at")
+    unknown = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(run),
+                              "--selector", "best"], capture_output=True, text=True, timeout=300)
+    assert unknown.returncode == 2 and "unknown selector 'best'" in unknown.stderr
