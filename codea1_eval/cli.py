@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -151,6 +152,44 @@ def bon(
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)
     print_bon_metrics(run_bon(config))
+
+
+@app.command()
+def train(
+    data: Optional[str] = typer.Option(None, help="Training questions: generic JSONL (question_id, question, "
+                                       "entry_point, solution), KodCode-V1 parquet/JSONL, or KodCode/KodCode-V1."),
+    coder: str = typer.Option("smollm2", help="Code policy: smollm2, a checkpoint dir or hf:DIR."),
+    tester: str = typer.Option("smollm2", help="Test policy: smollm2, a checkpoint dir or hf:DIR."),
+    steps: Optional[int] = typer.Option(None, min=1, help="Training steps (default 3; a resumed run may raise it)."),
+    codes: int = typer.Option(8, "-M", "--codes", min=1, help="Codes per question."),
+    suites: int = typer.Option(8, "-N", "--suites", min=1, help="White-box suites per code."),
+    questions_per_step: int = typer.Option(2, min=1, help="Questions per step."),
+    max_new_tokens: int = typer.Option(512, min=1),
+    temperature: float = typer.Option(1.0, min=0.01),
+    alpha: float = typer.Option(0.5, min=0.0, max=1.0, help="Weight of R_val in the test reward."),
+    topvar_keep: int = typer.Option(1, min=1, help="Codes per question whose suites train the tester (TopVar)."),
+    learning_rate: float = typer.Option(1e-6, min=0.0),
+    warmup_steps: int = typer.Option(0, min=0),
+    kl_beta: float = typer.Option(0.0, min=0.0, help="KL coefficient (0: no reference model)."),
+    seed: int = typer.Option(0),
+    save_every: int = typer.Option(1, min=1, help="Checkpoint both policies every this many steps."),
+    out: Optional[Path] = typer.Option(None, help="Output dir (default: runs/train)."),
+    resume: Optional[Path] = typer.Option(None, help="Continue the run in this dir with its recorded config."),
+    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+) -> None:
+    """Adversarial GRPO training of a Code LLM against a Test LLM (Code-A1), with a Mistake Book."""
+    from codea1_eval.train.loop import TrainConfig, run_train
+
+    if resume is not None:
+        config = TrainConfig.from_run_dir(resume, steps)
+    else:
+        config = TrainConfig(data=data or "", coder=coder, tester=tester, codes=codes, suites=suites,
+                             questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
+                             temperature=temperature, alpha=alpha, topvar_keep=topvar_keep, learning_rate=learning_rate,
+                             warmup_steps=warmup_steps, kl_beta=kl_beta, seed=seed, steps=steps or 3, save_every=save_every,
+                             out=out, parallel=parallel)
+    last = run_train(config)
+    typer.echo(json.dumps(last))
 
 
 @app.command("benchmarks")

