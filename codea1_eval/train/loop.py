@@ -141,6 +141,7 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
             last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(scores, book).items()},
                     "code_loss": code_update["loss"], "test_loss": test_update["loss"],
                     "code_kl": code_update["kl"], "test_kl": test_update["kl"],
+                    "code_grad_norm": code_update["grad_norm"], "test_grad_norm": test_update["grad_norm"],
                     "step_seconds": round(time.monotonic() - began, 3)}
             with run.file(LOG).open("a") as log:
                 log.write(json.dumps(last) + "\n")

@@ -52,9 +52,13 @@ def test_mutants_coder_with_smollm2_tester_runs_resumes_and_rescores(tmp_path):
     assert set(rescored["accuracy"]) == {"codet", "random", "oracle"}
 
 
-def test_rescore_cli_prints_the_table_and_bad_input_is_one_line(tmp_path):
+def test_white_box_suites_per_candidate_and_rescore_cli(tmp_path):
     run = tmp_path / "bon"
-    run_bon(BonConfig(**{**SMALL, "limit": 1, "suites": 1}, out=run))
+    metrics = run_bon(BonConfig(**{**SMALL, "limit": 1, "suites": 1, "white_box": True}, out=run))
+    candidates = next(read_jsonl(run / "candidates.jsonl"))["candidates"]
+    records = list(read_jsonl(run / "suites.jsonl"))
+    assert sorted(r["candidate"] for r in records) == list(range(len(candidates)))  # one suite per shown code
+    assert all(len(r["suites"]) == 1 for r in records) and metrics["white_box"] is True
     done = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(run), "--selector", "codet"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -17,6 +17,7 @@ import pytest
 
 from codea1_eval.avg import AvgConfig, run_avg
 from codea1_eval.benchmarks.base import load_benchmark
+from codea1_eval.bon import BonConfig, run_bon
 from codea1_eval.models import GenerationRequest, SamplingParams, load_backend
 from codea1_eval.models.smollm2 import smollm2_checkpoint
 from codea1_eval.models.vllm_server import LocalVLLMServer
@@ -136,6 +137,19 @@ def test_avg_with_the_offline_engine_resumes_and_rescores(tmp_path, data_dir):
     assert len(_keys(run)) == 6
     rescored = run_avg(AvgConfig(coder=None, samples=run / "samples.jsonl", limit=3, out=tmp_path / "rescored"))
     assert rescored["avg@1"] == metrics["avg@1"]
+
+
+def test_bon_with_the_server_as_coder_and_smollm2_as_tester(server, tmp_path):
+    run = tmp_path / "bon"
+    metrics = run_bon(BonConfig(benchmark="humaneval+", coder=server.spec, tester="smollm2", candidates=3, suites=2,
+                                limit=2, max_tokens=192, resamples=20, out=run))
+    candidates = list(read_jsonl(run / "candidates.jsonl"))
+    assert len(candidates) == 2 and all(len(r["candidates"]) == 3 for r in candidates)
+    assert all(c["origin"] == "generated" and c["response"] for r in candidates for c in r["candidates"])
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["coder"]["model"].startswith("openai:smollm2@http://127.0.0.1:")
+    assert manifest["tester"]["model"].startswith("smollm2:")
+    assert metrics["n_tasks"] == 2 and metrics["accuracy"]["oracle"] >= metrics["accuracy"]["most-passed"]
 
 
 def test_server_killed_mid_run_keeps_finished_generations(server, tmp_path):

@@ -1,0 +1,103 @@
+"""`codea1-eval train` on CPU with the embedded SmolLM2 in both roles, and the GRPO learning signal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from codea1_eval.models.smollm2 import smollm2_checkpoint
+from codea1_eval.results import read_jsonl
+from codea1_eval.train.data import humaneval_smoke_problems, write_generic_jsonl
+
+pytestmark = pytest.mark.slow
+
+LOG_FIELDS = {"step", "code_reward", "test_reward", "r_val", "r_adv", "valid_test_ratio", "mistake_book_size",
+              "history_pass_rate", "topvar_std", "code_kl", "test_kl", "code_loss", "test_loss", "code_grad_norm",
+              "test_grad_norm", "step_seconds"}
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "codea1_eval", *args], capture_output=True, text=True, timeout=3000)
+
+
+def _max_difference(first, second) -> float:
+    from safetensors.torch import load_file
+
+    a, b = load_file(first / "model.safetensors"), load_file(second / "model.safetensors")
+    return max((a[name].float() - b[name].float()).abs().max().item() for name in a)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    data = write_generic_jsonl(humaneval_smoke_problems(), root / "smoke.jsonl")
+    out = root / "out"
+    result = _cli("train", "--coder", "smollm2", "--tester", "smollm2", "--data", str(data), "--steps", "3",
+                  "-M", "4", "-N", "2", "--max-new-tokens", "128", "--questions-per-step", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, data
+
+
+def test_train_writes_checkpoints_book_and_log(trained):
+    out, _ = trained
+    log = list(read_jsonl(out / "train_log.jsonl"))
+    for role in ("code", "test"):
+        assert (out / role / "config.json").is_file() and (out / role / "model.safetensors").is_file()
+        moved = _max_difference(out / role, smollm2_checkpoint()) > 0
+        # GRPO moves a policy exactly when some group's rewards differed (non-zero advantages)
+        assert moved == any(line[f"{role}_loss"] != 0 or line[f"{role}_grad_norm"] > 0 for line in log)
+    assert [line["step"] for line in log] == [1, 2, 3] and set(log[0]) == LOG_FIELDS
+    book = json.loads((out / "mistake_book.json").read_text())
+    assert book["schema"] == 1 and log[-1]["mistake_book_size"] == sum(len(v) for v in book["questions"].values())
+    assert json.loads((out / "state.json").read_text())["step"] == 3
+
+
+def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
+    out, _ = trained
+    result = _cli("train", "--resume", str(out), "--steps", "4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line["step"] for line in read_jsonl(out / "train_log.jsonl")] == [1, 2, 3, 4]
+    assert json.loads((out / "state.json").read_text())["step"] == 4
+
+
+def test_the_harness_evaluates_what_training_wrote(trained, tmp_path):
+    out, _ = trained
+    coder = _cli("avg", "--coder", str(out / "code"), "--benchmark", "humaneval", "--limit", "5", "-n", "1",
+                 "--max-tokens", "96", "--out", str(tmp_path / "avg"))
+    assert coder.returncode == 0, coder.stderr[-3000:]
+    assert json.loads((tmp_path / "avg" / "metrics.json").read_text())["n_tasks"] == 5
+    tester = _cli("mul", "--tester", str(out / "test"), "--benchmark", "ult-lite", "--limit", "5", "-k", "1",
+                  "--max-tokens", "96", "--out", str(tmp_path / "mul"))
+    assert tester.returncode == 0, tester.stderr[-3000:]
+    assert json.loads((tmp_path / "mul" / "metrics.json").read_text())["n_tasks"] == 5
+
+
+def test_grpo_steps_follow_the_reward(tmp_path):
+    """A reward that prefers one completion: a few GRPO steps raise its log-probability, lower the other's."""
+    import torch
+
+    from codea1_eval.train.policy import Policy, PolicySettings, Rollout
+
+    policy = Policy(smollm2_checkpoint(), PolicySettings(group_size=4, batch_completions=4, learning_rate=1e-5,
+                                                         total_steps=3), tmp_path / "trl")
+    chat = policy.tokenizer.apply_chat_template([{"role": "user", "content": "Say something."}], tokenize=False,
+                                                add_generation_prompt=True)
+    prompt = policy.tokenizer(chat, add_special_tokens=False).input_ids
+    preferred = policy.tokenizer(" banana banana", add_special_tokens=False).input_ids
+    other = policy.tokenizer(" hello there", add_special_tokens=False).input_ids
+
+    def log_probability(ids):
+        with torch.no_grad():
+            logits = policy.model(torch.tensor([prompt + ids])).logits.log_softmax(-1)[0]
+        return sum(logits[len(prompt) - 1 + i, token].item() for i, token in enumerate(ids))
+
+    before = log_probability(preferred), log_probability(other)
+    rollouts = [Rollout(prompt, ids, "") for ids in (preferred, other, preferred, other)]
+    for _ in range(3):
+        update = policy.update(rollouts, [1.0, 0.0, 1.0, 0.0])
+        assert update["grad_norm"] > 0
+    after = log_probability(preferred), log_probability(other)
+    assert after[0] > before[0] + 1.0 and after[1] < before[1] - 1.0
