@@ -37,7 +37,7 @@ from codea1_eval.errors import SandboxError, UserError
 from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics import bootstrap_interval
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
-from codea1_eval.models import GenerationRequest, SamplingParams
+from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.prompts import assert_test_messages
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
@@ -309,8 +309,6 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     for name in config.selectors:
         SELECTORS.check(name)
     for spec in ({config.coder} - {MUTANTS_CODER}) | {config.tester}:
-        from codea1_eval.models import parse_model_spec
-
         parse_model_spec(spec)
     benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
     if any(p.inputs is None for p in benchmark.problems):
@@ -340,8 +338,8 @@ def rescore(run_dir: Path, selectors: Sequence[str], resamples: int = 200, seed:
     """Stage 5 again on a finished run's ``matrices.npz``: no model, no sandbox; nothing is written."""
     matrices = [labelled.matrix for labelled in load_matrices(Path(run_dir) / MATRICES)]
     report = select_and_score(matrices, selectors, resamples, seed)
-    manifest = json.loads((Path(run_dir) / "manifest.json").read_text()) if (Path(run_dir) / "manifest.json").is_file() else {}
-    config = manifest.get("config", {})
+    manifest = Path(run_dir) / "manifest.json"
+    config = json.loads(manifest.read_text()).get("config", {}) if manifest.is_file() else {}
     return {"benchmark": config.get("benchmark"), "coder": config.get("coder"), "tester": config.get("tester"),
             **asdict(report), "run_dir": str(run_dir)}
 

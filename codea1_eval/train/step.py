@@ -104,7 +104,8 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
             raise SandboxError(f"running a training code failed in the sandbox: {result.error}")
         probe, calls = (result.calls[0], result.calls[1:]) if result.calls else (None, [])
         defines = result.status == OK and probe is not None and probe.status == RETURNED and probe.value is True
-        verdicts = [defines and passes(test, call) for test, call in zip(tests, calls)] + [False] * (len(tests) - len(calls))
+        # a code that fails to load returns no calls: every test fails
+        verdicts = [defines and i < len(calls) and passes(test, calls[i]) for i, test in enumerate(tests)]
         _score_code(by_question[problem.question_id], m, suites, history, verdicts, defines,
                     suite_responses[problem.question_id][m], alpha)
     for question in scores:
@@ -124,9 +125,10 @@ def _score_code(question: QuestionScores, m: int, suites: list[SuiteResult], his
         start += len(kept)
         outcome = SuiteOutcome(tuple(suite_passes), history_passed, len(history), defines)
         outcomes.append(outcome)
-        r_val = validity_reward(len(kept), _invalid_count(suite))
+        invalid = _invalid_count(suite)
+        r_val = validity_reward(len(kept), invalid)
         r_adv = adversarial_reward(outcome)
-        row.append(SuiteScore(response, [t.assert_source for t in kept], _invalid_count(suite), list(suite_passes),
+        row.append(SuiteScore(response, [t.assert_source for t in kept], invalid, list(suite_passes),
                               r_val, r_adv, tester_reward(r_val, r_adv, defines, response, alpha)))
     question.code_defines.append(defines)
     question.code_rewards.append(code_reward(outcomes))
