@@ -20,7 +20,7 @@ from codea1_eval.scaling.matrix import ProblemMatrix
 from codea1_eval.scaling.selectors import SELECTORS, accuracy
 
 AXES = ("candidates", "tests")
-_AXIS_LABELS = {"candidates": "candidates (N)", "tests": "tests"}
+_AXIS_LABELS = {"candidates": "candidates per problem (M)", "tests": "generated tests (asserts) per problem"}
 
 
 @dataclass(frozen=True)
