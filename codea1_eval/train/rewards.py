@@ -14,7 +14,8 @@ H the question's Mistake Book tests (its top 8 by frequency, possibly none):
 - R_T = α·R_val + (1 − α)·R_adv if the code defines without error, else 0; then, whatever the code did,
   minus the response's non-printable share when it is > 0 (so R_T can be negative). α = 0.5.
 
-``golden_code_reward`` is the ``golden`` baseline's code reward: the ground-truth test pass rate.
+``golden_code_reward`` is the ``golden`` baseline's code reward (the ground-truth test pass rate) and
+``cure_test_reward`` the ``self-play`` test reward (CURE's, per generated test).
 """
 
 from __future__ import annotations
@@ -145,3 +146,18 @@ def golden_code_reward(passed: int, total: int) -> float:
     if not 0 <= passed <= total:
         raise ValueError(f"passed must be in [0, {total}], got {passed}")
     return passed / total if total else 0.0
+
+
+def cure_test_reward(passed_by: Sequence[bool], code_correct: Sequence[bool]) -> float:
+    """CURE's reward for one generated unit test (the ``self-play`` mode's test reward).
+
+    With I_l whether code l is correct (passes its ground-truth tests) and B_l whether it passes the
+    test: R = −Σ_l (1 − I_l)·B_l + (Π_{l: I_l = 1} B_l)·Σ_l (1 − I_l). A test that every correct code
+    passes earns the number of wrong codes it fails; any other test loses one per wrong code it passes.
+    """
+    if len(passed_by) != len(code_correct):
+        raise ValueError(f"{len(passed_by)} verdicts for {len(code_correct)} codes")
+    wrong_passing = sum(passed and not correct for passed, correct in zip(passed_by, code_correct))
+    wrong = sum(not correct for correct in code_correct)
+    correct_all_pass = all(passed for passed, correct in zip(passed_by, code_correct) if correct)
+    return float(-wrong_passing + (wrong if correct_all_pass else 0))

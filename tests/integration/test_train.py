@@ -101,3 +101,64 @@ def test_grpo_steps_follow_the_reward(tmp_path):
         assert update["grad_norm"] > 0
     after = log_probability(preferred), log_probability(other)
     assert after[0] > before[0] + 1.0 and after[1] < before[1] - 1.0
+
+
+@pytest.fixture(scope="module")
+def smoke_data(tmp_path_factory):
+    return write_generic_jsonl(humaneval_smoke_problems(), tmp_path_factory.mktemp("smoke") / "smoke.jsonl")
+
+
+def test_golden_mode_rewards_codes_with_their_ground_truth(smoke_data, tmp_path):
+    out = tmp_path / "golden"
+    result = _cli("train", "--mode", "golden", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
+                  "-M", "2", "--max-new-tokens", "64", "--questions-per-step", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (out / "code" / "model.safetensors").is_file() and not (out / "test").exists()
+    record, = read_jsonl(out / "rollouts.jsonl")
+    assert record["step"] == 1 and len(record["codes"]) == 2
+    for code in record["codes"]:
+        passed, total = code["ground_truth"]
+        assert total == 1 and code["reward"] == passed / total  # HumanEval: one check(candidate) call
+    line, = read_jsonl(out / "train_log.jsonl")
+    assert line["code_reward"] == pytest.approx(sum(c["reward"] for c in record["codes"]) / 2)
+    assert line["test_loss"] == 0.0 and line["test_grad_norm"] == 0.0
+
+
+def test_self_play_mode_trains_one_model_in_both_roles(smoke_data, tmp_path):
+    from codea1_eval.train.modes import self_play_suite_reward
+
+    out = tmp_path / "self-play"
+    result = _cli("train", "--mode", "self-play", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
+                  "-M", "2", "-N", "2", "--max-new-tokens", "64", "--questions-per-step", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _max_difference(out / "code", out / "test") == 0.0  # the one model, saved in both places
+    record, = read_jsonl(out / "rollouts.jsonl")
+    correct = [code["correct"] for code in record["codes"]]
+    assert correct == [code["ground_truth"][0] == code["ground_truth"][1] for code in record["codes"]]
+    assert len(record["suites"]) == 2
+    for suite in record["suites"]:
+        assert suite["reward"] == pytest.approx(self_play_suite_reward(suite["verdicts"], correct, suite["response"]))
+    line, = read_jsonl(out / "train_log.jsonl")
+    assert line["code_loss"] == line["test_loss"] and line["code_grad_norm"] == line["test_grad_norm"]
+
+
+def test_sft_data_pairs_failing_codes_with_reference_tests(smoke_data, tmp_path):
+    from codea1_eval.train.data import load_train_problems
+    from codea1_eval.train.sft_data import reference_asserts
+
+    out = tmp_path / "sft.jsonl"
+    result = _cli("train", "sft-data", "--data", str(smoke_data), "--coder", "smollm2", "-M", "2",
+                  "--max-tokens", "64", "--limit", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    rows = list(read_jsonl(out))
+    assert summary["codes"] == 4 and summary["failing_codes"] == len(rows)
+    problems = {p.question_id: p for p in load_train_problems(smoke_data)}
+    from codea1_eval.sandbox import Executor
+
+    for row in rows:
+        assert row["passed"] < row["total"]
+        system, user, answer = row["messages"]
+        assert (system["role"], user["role"], answer["role"]) == ("system", "user", "assistant")
+        expected = reference_asserts(problems[row["question_id"]], Executor(parallel=1))
+        assert answer["content"] == "```python\n" + "\n".join(expected) + "\n```"
