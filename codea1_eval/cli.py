@@ -186,6 +186,10 @@ def train(
     out: Optional[Path] = typer.Option(None, help="Output dir (default: runs/train)."),
     resume: Optional[Path] = typer.Option(None, help="Continue the run in this dir with its recorded config."),
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    rollout_engine: str = typer.Option("hf", help="hf (model.generate on the training weights) | vllm (TRL's vLLM "
+                                       "backend, weights synced after each update)."),
+    vllm_mode: str = typer.Option("colocate", help="With --rollout-engine vllm: colocate (in this process) | server."),
+    vllm_server: Optional[str] = typer.Option(None, help="With --vllm-mode server: the `trl vllm-serve` URL."),
 ) -> None:
     """GRPO training: a Code LLM against a Test LLM (Code-A1, with a Mistake Book), or a baseline mode."""
     from codea1_eval.train.loop import TrainConfig, run_train
@@ -193,13 +197,15 @@ def train(
     if ctx.invoked_subcommand is not None:
         return
     if resume is not None:
-        config = TrainConfig.from_run_dir(resume, steps)
+        config = TrainConfig.from_run_dir(resume, steps, parallel=parallel, rollout_engine=rollout_engine,
+                                          vllm_mode=vllm_mode, vllm_server=vllm_server)
     else:
         config = TrainConfig(data=data or "", mode=mode, coder=coder, tester=tester, codes=codes, suites=suites,
                              questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
                              temperature=temperature, alpha=alpha, topvar_keep=topvar_keep, learning_rate=learning_rate,
                              warmup_steps=warmup_steps, kl_beta=kl_beta, seed=seed, steps=steps or 3, save_every=save_every,
-                             out=out, parallel=parallel)
+                             out=out, parallel=parallel, rollout_engine=rollout_engine, vllm_mode=vllm_mode,
+                             vllm_server=vllm_server)
     last = run_train(config)
     typer.echo(json.dumps(last))
 

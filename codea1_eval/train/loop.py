@@ -54,6 +54,9 @@ class TrainConfig:
     warmup_steps: int = 0
     kl_beta: float = 0.0
     seed: int = 0
+    rollout_engine: str = run_only("hf")
+    vllm_mode: str = run_only("colocate")
+    vllm_server: str | None = run_only()
     steps: int = run_only(3)
     save_every: int = run_only(1)
     out: Path | None = run_only()
@@ -63,8 +66,9 @@ class TrainConfig:
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("run_only")}
 
     @classmethod
-    def from_run_dir(cls, out: Path, steps: int | None = None) -> "TrainConfig":
-        """The config recorded in ``out/manifest.json`` (for ``--resume OUT``), optionally with more steps."""
+    def from_run_dir(cls, out: Path, steps: int | None = None, **run_options: Any) -> "TrainConfig":
+        """The config recorded in ``out/manifest.json`` (for ``--resume OUT``), optionally with more steps
+        and other run-only options (rollout engine, sandbox workers)."""
         manifest = Path(out) / "manifest.json"
         if not manifest.is_file():
             raise UserError(f"{out} holds no train run to resume (no manifest.json)")
@@ -72,6 +76,8 @@ class TrainConfig:
         config = cls(**{k: v for k, v in recorded.items() if k in {f.name for f in fields(cls)}}, out=Path(out))
         if steps is not None:
             config.steps = steps
+        for name, value in run_options.items():
+            setattr(config, name, value)
         return config
 
 
@@ -126,7 +132,8 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
         checkpoint = saved if start and (saved / "config.json").is_file() else _checkpoint_of(plan.spec)
         return Policy(checkpoint, PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
                                                  config.learning_rate, config.warmup_steps, config.kl_beta,
-                                                 config.steps, config.seed), run.path / f".trl-{plan.role}")
+                                                 config.steps, config.seed, config.rollout_engine, config.vllm_mode,
+                                                 config.vllm_server), run.path / f".trl-{plan.role}")
 
     policies = {plan.role: policy(plan) for plan in plans}
     executor = Executor(parallel=config.parallel)

@@ -6,6 +6,11 @@ rewards we computed, so the group-normalised advantages, the clipped token-level
 0.28 high, ``loss_type="dapo"``: token mean over the batch) and the optional KL term are TRL's own.
 Groups are consecutive: a step's completions come in groups of ``group_size`` that share a prompt.
 
+Rollouts come from one of two engines: ``hf`` (``model.generate`` on the training weights; CPU or one
+GPU) or ``vllm`` (TRL's own vLLM backend: ``colocate``, an engine in this process, or ``server``, a
+``trl vllm-serve`` process at ``vllm_server``), whose weights are synced from the policy before the first
+sampling after each update, and whose token log-probabilities feed TRL's importance-sampling correction.
+
 torch, transformers and TRL are imported inside the methods, so importing this module stays cheap.
 """
 
@@ -28,6 +33,7 @@ class Rollout:
     prompt_ids: list[int]
     completion_ids: list[int]
     text: str
+    logprobs: list[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,11 @@ class PolicySettings:
     kl_beta: float = 0.0
     total_steps: int = 1
     seed: int = 0
+    engine: str = "hf"
+    vllm_mode: str = "colocate"
+    vllm_server: str | None = None
+    vllm_gpu_memory_utilization: float = 0.3
+    vllm_max_model_length: int | None = None
 
 
 class Policy:
@@ -56,6 +67,8 @@ class Policy:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from trl import GRPOConfig, GRPOTrainer
 
+        if settings.engine not in ROLLOUT_ENGINES:
+            raise UserError(f"unknown rollout engine {settings.engine!r}; use one of: {', '.join(ROLLOUT_ENGINES)}")
         if settings.batch_completions % settings.group_size:
             raise UserError(f"{settings.batch_completions} completions per step do not split into groups of "
                             f"{settings.group_size}")
@@ -71,31 +84,37 @@ class Policy:
             num_generations=settings.group_size, learning_rate=settings.learning_rate,
             warmup_steps=settings.warmup_steps, lr_scheduler_type="constant_with_warmup", beta=settings.kl_beta,
             epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
-            report_to=[], save_strategy="no", seed=settings.seed, log_completions=False)
+            report_to=[], save_strategy="no", seed=settings.seed, log_completions=False,
+            temperature=settings.temperature, max_completion_length=settings.max_new_tokens,
+            **_vllm_arguments(settings))
         placeholder = Dataset.from_list([{"prompt": ""}] * settings.batch_completions)
         self.trainer = GRPOTrainer(model=self.model, reward_funcs=[_given_rewards], args=args,
                                    train_dataset=placeholder, processing_class=self.tokenizer,
                                    rollout_func=self._rollout)
         self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
         self.trainer.current_gradient_accumulation_steps = 1
+        self._updates, self._synced_updates = 0, -1
         optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
         if optimizer_state.is_file():
             self.trainer.optimizer.load_state_dict(torch.load(optimizer_state, weights_only=True))
 
     def _rollout(self, prompts: list, trainer: Any) -> dict[str, Any]:
         rollouts, rewards = self._pending.pop(0)
+        logprobs = [r.logprobs for r in rollouts] if self.settings.engine == "vllm" else None
         return {"prompt_ids": [r.prompt_ids for r in rollouts], "completion_ids": [r.completion_ids for r in rollouts],
-                "logprobs": None, "given_reward": list(rewards)}
+                "logprobs": logprobs, "given_reward": list(rewards)}
 
     def sample(self, messages: Sequence[Sequence[dict]], n: int) -> list[list[Rollout]]:
         """``n`` sampled completions for each chat (temperature ``settings.temperature``), all chats in
-        one left-padded batch."""
+        one batch."""
         import torch
 
         self.model.eval()
         prompts = [self.tokenizer(self.tokenizer.apply_chat_template(list(chat), tokenize=False,
                                                                      add_generation_prompt=True),
                                   add_special_tokens=False).input_ids for chat in messages]
+        if self.settings.engine == "vllm":
+            return self._sample_vllm(prompts, n)
         width = max(map(len, prompts))
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts])
@@ -106,6 +125,18 @@ class Policy:
                 temperature=self.settings.temperature, top_p=1.0, top_k=0,
                 max_new_tokens=self.settings.max_new_tokens, num_return_sequences=n, pad_token_id=pad)
         rows = [self._rollout_of(prompts[i // n], row[width:].tolist()) for i, row in enumerate(output)]
+        return [rows[i * n:(i + 1) * n] for i in range(len(prompts))]
+
+    def _sample_vllm(self, prompts: list[list[int]], n: int) -> list[list[Rollout]]:
+        engine = self.trainer.vllm_generation
+        if self._synced_updates != self._updates:
+            engine.sync_weights()
+            self._synced_updates = self._updates
+        _, completions, logprobs, _ = engine.generate(prompts=[ids for ids in prompts for _ in range(n)], images=None,
+                                                      num_generations=n)
+        rows = [Rollout(prompts[i // n], list(ids), self.tokenizer.decode(ids, skip_special_tokens=True),
+                        [position[0] for position in token_logprobs])
+                for i, (ids, token_logprobs) in enumerate(zip(completions, logprobs))]
         return [rows[i * n:(i + 1) * n] for i in range(len(prompts))]
 
     def _rollout_of(self, prompt_ids: list[int], generated: list[int]) -> Rollout:
@@ -129,6 +160,7 @@ class Policy:
         self.trainer.optimizer.step()
         self.trainer.lr_scheduler.step()
         self.trainer.optimizer.zero_grad()
+        self._updates += 1
         self.model.eval()
         metrics = self.trainer._metrics["train"]
         kl = metrics.get("kl", [0.0])[-1] if self.settings.kl_beta else 0.0
@@ -153,6 +185,20 @@ class Policy:
             os.replace(directory, previous)
         os.replace(staging, directory)
         shutil.rmtree(previous, ignore_errors=True)
+
+
+ROLLOUT_ENGINES = ("hf", "vllm")
+
+
+def _vllm_arguments(settings: PolicySettings) -> dict[str, Any]:
+    """GRPOConfig fields of the ``vllm`` engine (none for ``hf``)."""
+    if settings.engine != "vllm":
+        return {}
+    if settings.vllm_mode == "server" and not settings.vllm_server:
+        raise UserError("the vllm server rollout mode needs --vllm-server URL (a running `trl vllm-serve`)")
+    return {"use_vllm": True, "vllm_mode": settings.vllm_mode, "vllm_server_base_url": settings.vllm_server,
+            "vllm_gpu_memory_utilization": settings.vllm_gpu_memory_utilization,
+            "vllm_max_model_length": settings.vllm_max_model_length}
 
 
 def _given_rewards(prompts: list, completions: list, given_reward: list[float], **kwargs: Any) -> list[float]:
