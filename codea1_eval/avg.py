@@ -12,11 +12,12 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from codea1_eval.config import RunOptions
+from codea1_eval.benchmarks import bigcodebench
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
@@ -40,6 +41,8 @@ class AvgConfig(RunOptions):
     """Everything that defines an `avg` run; fields marked run_only do not change its results."""
 
     benchmark: str = "humaneval+"
+    split: str | None = None
+    subset: str | None = None
     coder: str | None = "smollm2"
     samples: Path | None = None
     n: int = 32
@@ -71,15 +74,28 @@ def _sample_key(task_id: str, index: int) -> str:
 
 
 def code_requests(problems: list[Problem], n: int, temperature: float, top_p: float, max_tokens: int,
-                  seed: int) -> list:
-    """One Code-A1 coder request per problem for ``n`` samples, seeded per task (a sample then does
-    not depend on which tasks share its call)."""
+                  seed: int, prompt_style: str = "code-a1") -> list:
+    """One coder request per problem for ``n`` samples (Code-A1's coder prompt, or the benchmark's
+    own), seeded per task (a sample then does not depend on which tasks share its call)."""
     from codea1_eval.models import GenerationRequest, SamplingParams
     from codea1_eval.models.driver import task_seed
 
-    return [GenerationRequest(code_messages(problem.question), params=SamplingParams(
+    def messages(problem: Problem) -> tuple[dict, ...]:
+        if prompt_style == "bigcodebench":
+            return bigcodebench.chat_messages(problem)
+        return code_messages(problem.question)
+
+    return [GenerationRequest(messages(problem), params=SamplingParams(
         n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=task_seed(seed, problem.task_id)))
         for problem in problems]
+
+
+def solution_of(benchmark: Benchmark, problem: Problem, response: str) -> tuple[str, str]:
+    """(program, how it was extracted) from a coder response, as the benchmark's harness would."""
+    if benchmark.prompt_style == "bigcodebench":
+        return bigcodebench.sanitize_solution(problem, response), "bigcodebench_sanitize"
+    code, how = extract_code(response)
+    return build_program(problem.prompt, code), how
 
 
 def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tuple[dict[str, list[dict]], dict]:
@@ -95,7 +111,8 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
     facts: dict[str, Any] = {}
     if len(finished) < len(problems):
         backend = config.load_backend(config.coder)
-        requests = code_requests(problems, config.n, config.temperature, config.top_p, config.max_tokens, config.seed)
+        requests = code_requests(problems, config.n, config.temperature, config.top_p, config.max_tokens, config.seed,
+                                 benchmark.prompt_style)
         with JsonlAppender(run.file(GENERATIONS)) as out, \
                 progress(f"generating ({config.coder})", (len(problems) - len(finished)) * config.n) as advance:
 
@@ -115,9 +132,8 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
         samples[problem.task_id] = []
         for index in range(config.n):
             record = done[_sample_key(problem.task_id, index)]
-            code, how = extract_code(record["response"])
-            samples[problem.task_id].append({"solution": build_program(problem.prompt, code),
-                                             "extraction": how})
+            solution, how = solution_of(benchmark, problem, record["response"])
+            samples[problem.task_id].append({"solution": solution, "extraction": how})
     return samples, facts
 
 
@@ -139,9 +155,12 @@ def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]
                 if isinstance(record.get("solution"), str):
                     solution = record["solution"]
                 elif isinstance(record.get("completion"), str):
-                    solution = problem.prompt + record["completion"]
+                    prompt = problem.meta.get("complete_prompt", problem.prompt)
+                    solution = prompt + record["completion"]
                 else:
                     raise ValueError(f"line {number} has neither a solution nor a completion string")
+                if benchmark.prompt_style == "bigcodebench":
+                    solution = bigcodebench.calibrate(problem, solution)
                 samples[record["task_id"]].append({"solution": solution, "extraction": "samples_file"})
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"cannot read samples file {path}: {exc}") from None
@@ -193,7 +212,7 @@ def compute_metrics(benchmark: Benchmark, samples: dict[str, list[dict]], verdic
     metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
                                "n_tasks": len(plus), "n": n, "n_samples": sum(map(len, plus)),
                                "gt_pass_rate": round(gt_pass_rate, 4), "ci95": {}}
-    variants = [("", plus)] + ([("base_", base)] if benchmark.oracle != "script" else [])
+    variants = [("", plus)] + ([("base_", base)] if benchmark.oracle not in ("script", "unittest") else [])
     for prefix, outcomes in variants:
         for k in ks:
             metrics[f"{prefix}avg@{k}"] = round(avg_at_k(outcomes, k), 4)
@@ -216,7 +235,7 @@ def _write_samples(run: RunDir, samples: dict[str, list[dict]], verdicts: dict[s
     write_jsonl_atomic(run.file(SAMPLES), (
         {"task_id": task_id, "solution": s["solution"],
          "base_status": verdicts[s["execution_key"]]["base_status"],
-         "plus_status": verdicts[s["execution_key"]]["plus_status"]}
+         "plus_status": verdicts[s["execution_key"]]["plus_status"], "execution_key": s["execution_key"]}
         for task_id, task in samples.items() for s in task))
 
 
@@ -230,7 +249,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         from codea1_eval.models import parse_model_spec
 
         parse_model_spec(config.coder)
-    benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
+    benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation)
     executor = Executor(limits, config.parallel, hidden=_hidden_paths(benchmark))
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}
@@ -241,19 +260,26 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
                            "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
              "sandbox": asdict(limits)}
     run.write_manifest({**facts, "status": "running"})
+    with progress("ground truth", len(benchmark.problems)) as advance:
+        truth = compute_ground_truth(benchmark, executor, advance)
+    skipped = bigcodebench.skip_reasons(benchmark.problems, truth) if benchmark.oracle == "unittest" else {}
+    if skipped:
+        console.print(f"[yellow]skipping {len(skipped)} task(s) that cannot run here[/] (reasons in metrics.json)")
+        benchmark = replace(benchmark, problems=[p for p in benchmark.problems if p.task_id not in skipped])
+        facts["skipped"] = skipped
     if config.samples is not None:
         samples = read_samples_file(Path(config.samples), benchmark)
     else:
         samples, generation = generate_samples(config, benchmark, run)
         facts["generation"] = generation
         run.write_manifest({**facts, "status": "running"})
-    with progress("ground truth", len(benchmark.problems)) as advance:
-        truth = compute_ground_truth(benchmark, executor, advance)
     missing = [t for t, gt in truth.items() if not gt.ok and t in samples]
     if missing:
         console.print(f"[yellow]warning:[/] reference fails on {len(missing)} task(s): {', '.join(missing[:5])}")
     verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
     metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
+    if benchmark.oracle == "unittest":
+        metrics["skipped"] = skipped
     _write_samples(run, samples, verdicts)
     write_json_atomic(run.file(METRICS), metrics)
     run.write_manifest({**facts, "status": "complete"})

@@ -26,7 +26,11 @@ DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files the
 @app.command()
 def avg(
     coder: Optional[str] = typer.Option("smollm2", help=MODEL_SPEC_HELP),
-    benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+"),
+    benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+ | "
+                                  "bigcodebench | bigcodebench-hard"),
+    split: Optional[str] = typer.Option(None, help="BigCodeBench prompt: complete (default) | instruct."),
+    subset: Optional[str] = typer.Option(None, help="BigCodeBench tasks: full (default) | stdlib (declared "
+                                         "libraries all in the standard library)."),
     n: int = typer.Option(32, "-n", "--n", min=1, help="Samples per problem."),
     temperature: float = typer.Option(0.7, min=0.0),
     top_p: float = typer.Option(0.95, min=0.0, max=1.0),
@@ -51,7 +55,7 @@ def avg(
     from codea1_eval.models import parse_backend_options
     from codea1_eval.report import print_avg_metrics
 
-    config = AvgConfig(benchmark=benchmark, coder=None if samples else coder, samples=samples, n=n,
+    config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder, samples=samples, n=n,
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs, out=out,
                        data_dir=data_dir, parallel=parallel, batch_size=batch_size,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from codea1_eval.errors import UserError
 from codea1_eval.registry import Registry
 
 
@@ -15,7 +16,9 @@ class Problem:
 
     ``question`` is the text shown to a model; ``reference`` the full ground-truth program.
     Input/output benchmarks carry ``inputs`` (argument lists; the first ``n_base`` are the original
-    benchmark's, the rest the "plus" ones); script benchmarks carry ``test_script`` instead.
+    benchmark's, the rest the "plus" ones); script benchmarks carry ``test_script`` instead, run once
+    after the code (``test_runner="exec"``, HumanEval's ``check``) or one ``TestCases`` method per
+    sandbox call (``"unittest"``, BigCodeBench).
     """
 
     task_id: str
@@ -26,6 +29,7 @@ class Problem:
     inputs: list[list[Any]] | None = None
     n_base: int = 0
     test_script: str | None = None
+    test_runner: str = "exec"
     atol: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -39,12 +43,14 @@ class Benchmark:
     problems: list[Problem]
     source: str
     sha256: str
+    prompt_style: str = "code-a1"
+    """How coders are prompted: Code-A1's coder prompt, or the benchmark's own (``bigcodebench``)."""
 
     def limit(self, count: int | None) -> "Benchmark":
         """The first ``count`` problems (all when None)."""
         if count is None:
             return self
-        return Benchmark(self.name, self.oracle, self.problems[:count], self.source, self.sha256)
+        return replace(self, problems=self.problems[:count])
 
 
 BENCHMARKS: Registry = Registry("benchmark")
@@ -56,12 +62,25 @@ BENCHMARKS.register("humaneval+-mini", "codea1_eval.benchmarks.evalplus_data:loa
                     help="HumanEval+ mini v0.1.10 (fewer plus inputs)")
 BENCHMARKS.register("mbpp+", "codea1_eval.benchmarks.evalplus_data:load_mbpp_plus",
                     help="MBPP+ v0.2.0 (378 tasks)")
+BENCHMARKS.register("bigcodebench", "codea1_eval.benchmarks.bigcodebench:load_bigcodebench",
+                    help="BigCodeBench v0.1.2 (1,140 tasks); --split complete|instruct, --subset full|stdlib")
+BENCHMARKS.register("bigcodebench-hard", "codea1_eval.benchmarks.bigcodebench:load_bigcodebench_hard",
+                    help="BigCodeBench-Hard (148 tasks); --split complete|instruct, --subset full|stdlib")
 BENCHMARKS.register("ult-lite", "codea1_eval.benchmarks.ult:load_ult_lite",
                     help="UnLeakedTestBench Lite (200 reference functions), for test-writing models")
 BENCHMARKS.register("ult", "codea1_eval.benchmarks.ult:load_ult",
                     help="UnLeakedTestBench (3,909 reference functions); supply ult/ULT.jsonl with --data-dir")
 
 
-def load_benchmark(name: str, data_dir: Path | None = None) -> Benchmark:
+VARIANT_BENCHMARKS = ("bigcodebench", "bigcodebench-hard")
+"""Benchmarks with a split (complete | instruct) and a subset (full | stdlib)."""
+
+
+def load_benchmark(name: str, data_dir: Path | None = None, split: str | None = None,
+                   subset: str | None = None) -> Benchmark:
     """Load a registered benchmark by name (UserError with did-you-mean when unknown)."""
-    return BENCHMARKS.get(name)(data_dir)
+    loader = BENCHMARKS.get(name)
+    variant = {key: value for key, value in (("split", split), ("subset", subset)) if value is not None}
+    if variant and name not in VARIANT_BENCHMARKS:
+        raise UserError(f"--split/--subset apply to {' and '.join(VARIANT_BENCHMARKS)} only, not {name}")
+    return loader(data_dir, **variant)

@@ -29,6 +29,10 @@ class GroundTruth:
 
 
 def _reference_program(problem: Problem) -> Program:
+    if problem.test_runner == "unittest":
+        from codea1_eval.benchmarks.scoring import unittest_program
+
+        return unittest_program(problem, problem.reference, GROUND_TRUTH_CALL_LIMIT_S)
     if problem.test_script is not None:
         return Program(problem.reference, None, script=problem.test_script,
                        time_limits=[GROUND_TRUTH_CALL_LIMIT_S])
@@ -38,6 +42,12 @@ def _reference_program(problem: Problem) -> Program:
 
 
 def _to_ground_truth(problem: Problem, oracle: str, result) -> GroundTruth:
+    if problem.test_runner == "unittest":
+        from codea1_eval.benchmarks.scoring import judge_unittest
+
+        verdict = judge_unittest(result)
+        return GroundTruth([], [c.duration for c in result.calls], verdict.passed,
+                           None if verdict.passed else (verdict.error or "a test did not pass"))
     failed = [c for c in result.calls if c.status != RETURNED]
     outputs = [c.value for c in result.calls] if problem.test_script is None else []
     if oracle == "mbpp" and problem.entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:

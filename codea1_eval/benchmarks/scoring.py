@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.benchmarks.bigcodebench import RUNNER_FUNCTION, unittest_methods, unittest_source
 from codea1_eval.benchmarks.groundtruth import GroundTruth
 from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program
 from codea1_eval.sandbox.compare import EvalplusComparator, compare_outputs
@@ -13,6 +14,8 @@ MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
 TASK_TIME_CAP_S = 60.0
 SCRIPT_TIME_LIMIT_S = 3.0
+UNITTEST_TIME_LIMIT_S = 20.0
+"""Per test method of a unittest task (bigcodebench allows a whole task 240 s by default)."""
 PASS, FAIL = "pass", "fail"
 
 
@@ -74,6 +77,8 @@ def candidate_program(problem: Problem, truth: GroundTruth | None, code: str,
     With ``oracle`` (the benchmark's comparison rules) each input list stops at its first failure;
     without it every input runs.
     """
+    if problem.test_runner == "unittest":
+        return unittest_program(problem, code, UNITTEST_TIME_LIMIT_S * timeout_scale)
     if problem.test_script is not None:
         return Program(code, None, script=problem.test_script,
                        time_limits=[SCRIPT_TIME_LIMIT_S * timeout_scale])
@@ -88,6 +93,8 @@ def candidate_program(problem: Problem, truth: GroundTruth | None, code: str,
 def judge(benchmark: Benchmark, problem: Problem, truth: GroundTruth | None,
           result: ExecResult) -> Verdict:
     """Score an execution with evalplus semantics (values compared here, on the trusted side)."""
+    if problem.test_runner == "unittest":
+        return judge_unittest(result)
     if problem.test_script is not None:
         call = result.calls[0]
         status = PASS if call.status == RETURNED else call.status
@@ -107,3 +114,24 @@ def judge(benchmark: Benchmark, problem: Problem, truth: GroundTruth | None,
     first_error = next((c.error for c in result.calls if c.error), result.error)
     return Verdict(PASS if base_ok else FAIL, PASS if plus_ok else FAIL, statuses, result.status,
                    first_error)
+
+
+def unittest_program(problem: Problem, code: str, per_test_limit: float) -> Program:
+    """``code`` with the task's unittest ``TestCases``: one call per test method (bigcodebench)."""
+    names = unittest_methods(problem.test_script or "")
+    return Program(unittest_source(code, problem.test_script or ""), RUNNER_FUNCTION, calls=[(n,) for n in names],
+                   time_limits=[per_test_limit] * len(names), total_time_limit=per_test_limit * len(names) + 10.0)
+
+
+def judge_unittest(result: ExecResult) -> Verdict:
+    """Every test method must report "pass"; the first other outcome is the error."""
+    statuses, error = [], None
+    for call in result.calls:
+        if call.status == RETURNED and call.value == "pass":
+            statuses.append(PASS)
+            continue
+        statuses.append(FAIL if call.status == RETURNED else call.status)
+        error = error or (str(call.value)[:2000] if call.status == RETURNED else call.error)
+    passed = bool(statuses) and all(status == PASS for status in statuses)
+    verdict = PASS if passed else FAIL
+    return Verdict(verdict, verdict, statuses, result.status, error or result.error)

@@ -211,7 +211,12 @@ def main():
     sys.set_int_max_str_digits(0)
     channel.send({"k": "hello"})
 
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    # The candidate runs as module __main__, registered in sys.modules so that pickling its own functions
+    # and classes works (multiprocessing in BigCodeBench tasks), as in a script run directly.
+    candidate = type(sys)("__main__")
+    candidate.__builtins__ = __builtins__
+    sys.modules["__main__"] = candidate
+    namespace = candidate.__dict__
     try:
         _run_timed(lambda: exec(compile(job["code"], "<candidate>", "exec"), namespace), job["load_time_limit"])
         function = namespace[job["entry_point"]] if job["entry_point"] else None

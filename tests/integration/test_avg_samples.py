@@ -29,7 +29,7 @@ def test_reference_and_broken_samples(tmp_path, data_dir, benchmark_name):
     assert metrics["ci95"]["pass@1"] == [50.0, 50.0]
     written = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert [row["plus_status"] for row in written] == ["pass", "fail"] * 3
-    assert set(written[0]) == {"task_id", "solution", "base_status", "plus_status"}
+    assert set(written[0]) == {"task_id", "solution", "base_status", "plus_status", "execution_key"}
 
 
 def test_completion_field_is_appended_to_prompt(tmp_path, data_dir):

@@ -19,5 +19,5 @@ def test_lazy_targets_are_imported_on_first_use():
 
 
 def test_unknown_without_close_match_lists_known_names():
-    with pytest.raises(UserError, match="Known: humaneval, humaneval\\+, humaneval\\+-mini, mbpp\\+"):
+    with pytest.raises(UserError, match="Known: bigcodebench, bigcodebench-hard, humaneval, humaneval\\+, humaneval\\+-mini, mbpp\\+"):
         BENCHMARKS.check("zzzzzz")

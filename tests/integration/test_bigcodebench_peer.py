@@ -1,0 +1,80 @@
+"""BigCodeBench: our per-sample verdicts against `bigcodebench.evaluate --execution local` on one samples file.
+
+The samples are real programs with known-different behaviour: each task's canonical solution and two of
+its mutmut mutants, over the first 40 tasks of the stdlib subset (about 120 samples). Tasks that cannot
+run here (skipped by us, with a reason) are left out of the comparison, and so are samples that time out
+under our limits (20 s per test method): bigcodebench gives every task 240 s, so each looping mutant
+would cost four minutes there. Verdicts compare pass against not-pass (bigcodebench's fail or timeout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codea1_eval.avg import AvgConfig, run_avg
+from codea1_eval.benchmarks.base import load_benchmark
+from codea1_eval.metrics.mutation import make_mutants
+from codea1_eval.results import read_jsonl
+
+pytestmark = pytest.mark.slow
+TASKS = 40
+DATA_FILE = "bigcodebench/BigCodeBench-v0.1.2.jsonl.gz"
+
+
+def _samples(path: Path) -> list[dict]:
+    rng = random.Random(0)
+    rows = []
+    for problem in load_benchmark("bigcodebench", subset="stdlib").problems[:TASKS]:
+        canonical = problem.reference
+        rows.append({"task_id": problem.task_id, "solution": canonical})
+        mutants = make_mutants(canonical, "mutmut")
+        rows += [{"task_id": problem.task_id, "solution": m.source} for m in rng.sample(mutants, min(2, len(mutants)))]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return rows
+
+
+def test_verdicts_equal_bigcodebench_evaluate_local(tmp_path):
+    pytest.importorskip("bigcodebench")
+    samples = tmp_path / "samples.jsonl"
+    rows = _samples(samples)
+    ours = run_avg(AvgConfig(benchmark="bigcodebench", subset="stdlib", samples=samples, coder=None, limit=TASKS,
+                             out=tmp_path / "ours", parallel=2))
+    executions = {r["key"]: r for r in read_jsonl(tmp_path / "ours" / "executions.jsonl")}
+    ours_by_task: dict[str, list[str]] = {}
+    kept = []
+    evaluated = [row for row in rows if row["task_id"] not in ours["skipped"]]  # ours keeps this order
+    for row, record in zip(evaluated, read_jsonl(tmp_path / "ours" / "samples.jsonl"), strict=True):
+        if any(status == "timeout" for status, _ in executions[record["execution_key"]]["call_statuses"]):
+            continue
+        ours_by_task.setdefault(row["task_id"], []).append(record["plus_status"])
+        kept.append(row)
+    compared_samples = tmp_path / "compared.jsonl"
+    compared_samples.write_text("".join(json.dumps(row) + "\n" for row in kept))
+
+    ids = sorted({row["task_id"] for row in rows})
+    data = Path(os.environ["CODEA1_DATA_DIR"]) / DATA_FILE
+    command = [sys.executable, "-m", "bigcodebench.evaluate", "--split", "complete", "--subset", "full",
+               "--samples", str(compared_samples), "--execution", "local", "--selective_evaluate", ",".join(ids),
+               "--parallel", "2", "--no_gt"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=3000, cwd=tmp_path,
+                            env={**os.environ, "BIGCODEBENCH_OVERRIDE_PATH": str(data)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    theirs = json.loads((tmp_path / "compared_eval_results.json").read_text())["eval"]
+
+    compared, disagreements = 0, []
+    for task_id, statuses in ours_by_task.items():
+        for index, (mine, their) in enumerate(zip(statuses, (r["status"] for r in theirs.get(task_id, [])))):
+            their = "pass" if their == "pass" else "fail"
+            compared += 1
+            if mine != their:
+                disagreements.append((task_id, index, mine, their))
+    assert set(ours["skipped"]) <= set(ids) - set(ours_by_task)
+    assert compared >= 100
+    assert len(disagreements) <= compared // 100, disagreements
