@@ -15,7 +15,7 @@ GT_TIME_LIMIT_FACTOR = 4.0
 TASK_TIME_CAP_S = 60.0
 SCRIPT_TIME_LIMIT_S = 3.0
 UNITTEST_TIME_LIMIT_S = 20.0
-"""Per test method of a unittest task (bigcodebench allows a whole task 240 s by default)."""
+"""Least time per test method of a unittest task (bigcodebench allows a whole task 240 s by default)."""
 PASS, FAIL = "pass", "fail"
 
 
@@ -78,7 +78,7 @@ def candidate_program(problem: Problem, truth: GroundTruth | None, code: str,
     without it every input runs.
     """
     if problem.test_runner == "unittest":
-        return unittest_program(problem, code, UNITTEST_TIME_LIMIT_S * timeout_scale)
+        return unittest_program(problem, code, _unittest_limits(problem, truth, timeout_scale))
     if problem.test_script is not None:
         return Program(code, None, script=problem.test_script,
                        time_limits=[SCRIPT_TIME_LIMIT_S * timeout_scale])
@@ -116,11 +116,21 @@ def judge(benchmark: Benchmark, problem: Problem, truth: GroundTruth | None,
                    first_error)
 
 
-def unittest_program(problem: Problem, code: str, per_test_limit: float) -> Program:
-    """``code`` with the task's unittest ``TestCases``: one call per test method (bigcodebench)."""
+def unittest_program(problem: Problem, code: str, limits: float | list[float]) -> Program:
+    """``code`` with the task's unittest ``TestCases``: one call per test method (bigcodebench), each with
+    its time limit (one number: the same for every method)."""
     names = unittest_methods(problem.test_script or "")
+    per_test = list(limits) if isinstance(limits, list) else [limits] * len(names)
     return Program(unittest_source(code, problem.test_script or ""), RUNNER_FUNCTION, calls=[(n,) for n in names],
-                   time_limits=[per_test_limit] * len(names), total_time_limit=per_test_limit * len(names) + 10.0)
+                   time_limits=per_test, total_time_limit=sum(per_test) + 10.0)
+
+
+def _unittest_limits(problem: Problem, truth: GroundTruth | None, scale: float) -> float | list[float]:
+    """Per test method: max(20 s, 4 × the reference's time on it) × scale (20 s × scale without timings)."""
+    count = len(unittest_methods(problem.test_script or ""))
+    if truth is None or len(truth.times) != count:
+        return UNITTEST_TIME_LIMIT_S * scale
+    return [max(UNITTEST_TIME_LIMIT_S, GT_TIME_LIMIT_FACTOR * t) * scale for t in truth.times]
 
 
 def judge_unittest(result: ExecResult) -> Verdict:

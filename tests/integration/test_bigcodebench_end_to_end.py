@@ -3,7 +3,7 @@
 The samples are real programs with known-different behaviour: each task's canonical solution and two of
 its mutmut mutants, over the first 40 tasks of the stdlib subset (about 120 samples). Tasks that cannot
 run here (skipped by us, with a reason) are left out of the comparison, and so are samples that time out
-under our limits (20 s per test method): bigcodebench gives every task 240 s, so each looping mutant
+under our limits (max(20 s, 4 × the reference's time) per test method): bigcodebench gives every task 240 s, so each looping mutant
 would cost four minutes there. Verdicts compare pass against not-pass (bigcodebench's fail or timeout).
 """
 
@@ -78,3 +78,21 @@ def test_verdicts_equal_bigcodebench_evaluate_local(tmp_path):
     assert set(ours["skipped"]) <= set(ids) - set(ours_by_task)
     assert compared >= 100
     assert len(disagreements) <= compared // 100, disagreements
+
+
+def test_smollm2_on_the_instruct_split_joins_the_run_dir_format(tmp_path):
+    pytest.importorskip("bigcodebench")
+    out = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "codea1_eval", "avg", "--coder", "smollm2", "--benchmark",
+                             "bigcodebench", "--split", "instruct", "--subset", "stdlib", "--limit", "3", "-n", "1",
+                             "--max-tokens", "96", "--out", str(out)], capture_output=True, text=True, timeout=3000)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["benchmark"] == "bigcodebench-instruct-stdlib" and metrics["n_tasks"] == 3
+    assert metrics["gt_pass_rate"] == 100.0 and metrics["skipped"] == {}
+    assert set(metrics["extraction"]) == {"bigcodebench_sanitize"} and "avg@1" in metrics
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["split"] == "instruct" and manifest["config"]["subset"] == "stdlib"
+    first = next(row for row in read_jsonl(out / "samples.jsonl") if row["task_id"] == "BigCodeBench/0")
+    code_prompt = load_benchmark("bigcodebench", subset="stdlib").problems[0].meta["code_prompt"]
+    assert first["solution"].startswith(code_prompt + "\n    pass\n")  # calibrated as bigcodebench does
