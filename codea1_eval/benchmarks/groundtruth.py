@@ -15,7 +15,9 @@ from codea1_eval.sandbox import RETURNED, Executor, Program
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS
 
 GROUND_TRUTH_CALL_LIMIT_S = 60.0
-GROUND_TRUTH_SCHEMA = 1
+UNITTEST_GROUND_TRUTH_LIMIT_S = 240.0
+"""Per test method of a reference (bigcodebench's own limit for a whole task; some tests sleep a minute)."""
+GROUND_TRUTH_SCHEMA = 2
 
 
 @dataclass
@@ -32,7 +34,7 @@ def _reference_program(problem: Problem) -> Program:
     if problem.test_runner == "unittest":
         from codea1_eval.benchmarks.scoring import unittest_program
 
-        return unittest_program(problem, problem.reference, GROUND_TRUTH_CALL_LIMIT_S)
+        return unittest_program(problem, problem.reference, UNITTEST_GROUND_TRUTH_LIMIT_S)
     if problem.test_script is not None:
         return Program(problem.reference, None, script=problem.test_script,
                        time_limits=[GROUND_TRUTH_CALL_LIMIT_S])

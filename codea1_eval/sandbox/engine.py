@@ -117,9 +117,10 @@ class ExecResult:
 
 
 def scrubbed_env(workdir: Path) -> dict[str, str]:
-    """The whole environment a worker sees."""
+    """The whole environment a worker sees; ``python`` on its PATH is the harness's own interpreter
+    (programs that start Python subprocesses, as some BigCodeBench tasks do, find the same libraries)."""
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(workdir),
         "TMPDIR": str(workdir),
         "TZ": "UTC",
@@ -205,7 +206,7 @@ class _Session:
     """One worker process running from call ``start`` onwards."""
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
-        self.workdir = Path(tempfile.mkdtemp(prefix="codea1-sbx-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         read_fd, write_fd = os.pipe()
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
         command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
