@@ -18,6 +18,7 @@ test runner inside the sandbox: a candidate that patches ``unittest`` could forg
 from __future__ import annotations
 
 import ast
+import functools
 import gzip
 import importlib.util
 import json
@@ -93,7 +94,12 @@ def unittest_source(code: str, test_script: str) -> str:
 
 def missing_modules(problem: Problem) -> list[str]:
     """Top-level modules the task or its tests import that this environment lacks."""
-    return sorted(name for name in problem.meta["modules"] if importlib.util.find_spec(name) is None)
+    return sorted(name for name in problem.meta["modules"] if not _installed(name))
+
+
+@functools.cache
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def _parse(source: str) -> ast.Module:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from codea1_eval.errors import UserError
+from codea1_eval.extract import build_program, extract_code
 
 GENERIC_FIELDS = ("question_id", "question", "entry_point", "solution")
 KODCODE_HUB_ID = "KodCode/KodCode-V1"
@@ -30,6 +31,10 @@ class TrainProblem:
     entry_point: str
     solution: str
     test: str = ""
+
+    def program(self, response: str) -> str:
+        """The program a generated response stands for: its code, after the reference's imports."""
+        return build_program(self.solution, extract_code(response)[0])
 
 
 def _from_row(row: dict[str, Any], where: str) -> TrainProblem:

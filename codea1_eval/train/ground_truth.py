@@ -56,6 +56,14 @@ def pass_rates(jobs: Sequence[tuple[str, str, str]], executor: Executor) -> list
     return counts
 
 
+def pass_rates_by_question(problems: Sequence, codes: Sequence[Sequence[str]], executor: Executor
+                            ) -> list[list[tuple[int, int]]]:
+    """``pass_rates`` of each question's codes (``codes[q]`` for ``problems[q]``), grouped the same way."""
+    counts = iter(pass_rates([(code, p.test, p.entry_point) for p, row in zip(problems, codes) for code in row],
+                             executor))
+    return [[next(counts) for _ in row] for row in codes]
+
+
 def _without_solution_imports(test_program: str) -> str:
     """KodCode tests import the function from a module ``solution``; here the code is in the same module."""
     return _SOLUTION_IMPORT.sub("", test_program)

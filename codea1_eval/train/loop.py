@@ -164,12 +164,12 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
 
 def _update_fields(updates: dict[str, dict[str, float]]) -> dict[str, float]:
     """The log's per-role loss, KL and gradient norm; self-play's one model fills both roles."""
-    fields_ = {}
+    logged = {}
     for role in ("code", "test"):
         update = updates.get(role) or updates.get("model") or {"loss": 0.0, "kl": 0.0, "grad_norm": 0.0}
-        fields_.update({f"{role}_loss": update["loss"], f"{role}_kl": update["kl"],
-                        f"{role}_grad_norm": update["grad_norm"]})
-    return fields_
+        logged.update({f"{role}_loss": update["loss"], f"{role}_kl": update["kl"],
+                       f"{role}_grad_norm": update["grad_norm"]})
+    return logged
 
 
 def _require_tests(problems: list[TrainProblem], config: TrainConfig) -> None:

@@ -14,17 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
-from codea1_eval.asserts import calls_program, extract_asserts, literal_value, passes
+from codea1_eval.asserts import VALID, AssertResult, calls_program, extract_asserts, literal_value, passes
 from codea1_eval.errors import SandboxError, UserError
-from codea1_eval.extract import build_program, extract_code
+from codea1_eval.extract import extract_code
 from codea1_eval.prompts import assert_test_messages, code_messages
 from codea1_eval.registry import Registry
 from codea1_eval.sandbox import OK, SANDBOX_ERROR, Executor
 from codea1_eval.train.data import TrainProblem
-from codea1_eval.train.ground_truth import pass_rates
+from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.mistake_book import MistakeBook
 from codea1_eval.train.rewards import cure_test_reward, golden_code_reward, nonprintable_share
-from codea1_eval.train.step import CALL_TIME_LIMIT_S, QuestionScores, SuiteScore, history_test, score_step
+from codea1_eval.train.step import CALL_TIME_LIMIT_S, QuestionScores, SuiteScore, score_step
 
 if TYPE_CHECKING:
     from codea1_eval.train.loop import TrainConfig
@@ -61,7 +61,7 @@ class TrainMode(Protocol):
 
 
 def _code_texts(problems: Sequence[TrainProblem], code_rollouts: list[list["Rollout"]]) -> list[list[str]]:
-    return [[build_program(p.solution, extract_code(r.text)[0]) for r in rows] for p, rows in zip(problems, code_rollouts)]
+    return [[p.program(r.text) for r in rows] for p, rows in zip(problems, code_rollouts)]
 
 
 def _suite_record(suite: SuiteScore) -> dict[str, Any]:
@@ -104,13 +104,6 @@ class CodeA1Mode:
         return StepOutcome(scores, updates, records)
 
 
-def _ground_truth(batch: Sequence[TrainProblem], codes: list[list[str]], executor: Executor
-                  ) -> list[list[tuple[int, int]]]:
-    jobs = [(code, p.test, p.entry_point) for p, row in zip(batch, codes) for code in row]
-    counts = iter(pass_rates(jobs, executor))
-    return [[next(counts) for _ in row] for row in codes]
-
-
 class GoldenMode:
     """The code policy alone, rewarded with its ground-truth test pass rate."""
 
@@ -121,7 +114,7 @@ class GoldenMode:
 
     def step(self, config, batch, policies, book, executor) -> StepOutcome:
         code_rollouts = policies["code"].sample([code_messages(p.question) for p in batch], config.codes)
-        counts = _ground_truth(batch, _code_texts(batch, code_rollouts), executor)
+        counts = pass_rates_by_question(batch, _code_texts(batch, code_rollouts), executor)
         rewards = [[golden_code_reward(passed, total) for passed, total in row] for row in counts]
         scores = [QuestionScores(p.question_id, [r.text for r in rows], [], row, [], [], [])
                   for p, rows, row in zip(batch, code_rollouts, rewards)]
@@ -151,7 +144,7 @@ class SelfPlayMode:
         code_rollouts = model.sample([code_messages(p.question) for p in batch], config.codes)
         suite_rollouts = model.sample([assert_test_messages(p.question) for p in batch], config.suites)
         codes = _code_texts(batch, code_rollouts)
-        counts = _ground_truth(batch, codes, executor)
+        counts = pass_rates_by_question(batch, codes, executor)
         code_rewards = [[golden_code_reward(passed, total) for passed, total in row] for row in counts]
         correct = [[total > 0 and passed == total for passed, total in row] for row in counts]
         suite_tests = [[_usable_tests(r.text, p.entry_point) for r in rows] for p, rows in zip(batch, suite_rollouts)]
@@ -197,9 +190,8 @@ def _usable_tests(response: str, entry_point: str) -> list:
             literal_value(parsed.predicted)
         except ValueError:
             continue
-        test = history_test(f"assert {parsed.call} {parsed.op} {parsed.predicted}", entry_point)
-        if test is not None:
-            tests.append(test)
+        source = f"assert {parsed.call} {parsed.op} {parsed.predicted}"
+        tests.append(AssertResult(VALID, source, parsed.call, parsed.op, parsed.predicted, parsed.predicted, source))
     return tests
 
 

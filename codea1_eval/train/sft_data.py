@@ -17,12 +17,11 @@ from typing import Any
 from codea1_eval.asserts import FAITHFUL, VALID, extract_asserts, validate_suites
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
-from codea1_eval.extract import build_program, extract_code
 from codea1_eval.prompts import assert_test_messages
 from codea1_eval.results import write_jsonl_atomic
 from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem, load_train_problems
-from codea1_eval.train.ground_truth import pass_rates
+from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.rewards import TARGET_TESTS
 
 
@@ -71,12 +70,9 @@ def build_sft_data(config: SftDataConfig) -> dict[str, Any]:
     with progress(f"codes ({config.coder})", len(requests) * config.codes) as advance:
         generate_all(backend, requests, lambda i, completions: responses.__setitem__(i, [c.text for c in completions]),
                      advance)
-    codes = [[build_program(p.solution, extract_code(text)[0]) for text in responses[i]] for i, p in enumerate(problems)]
-    counts = iter(pass_rates([(code, p.test, p.entry_point) for p, row in zip(problems, codes) for code in row],
-                             executor))
+    codes = [[p.program(text) for text in responses[i]] for i, p in enumerate(problems)]
     rows, without_tests = [], []
-    for problem, row in zip(problems, codes):
-        verdicts = [next(counts) for _ in row]
+    for problem, row, verdicts in zip(problems, codes, pass_rates_by_question(problems, codes, executor)):
         target = reference_asserts(problem, executor)
         if not target:
             without_tests.append(problem.question_id)

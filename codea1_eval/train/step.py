@@ -21,7 +21,6 @@ from typing import Sequence
 from codea1_eval.asserts import (FAITHFUL, NO_ASSERT, NOT_A_CALL, UNPARSEABLE, VALID, AssertResult, SuiteResult,
                                  calls_program, extract_asserts, passes, validate_suites)
 from codea1_eval.errors import SandboxError
-from codea1_eval.extract import build_program, extract_code
 from codea1_eval.sandbox import OK, RETURNED, SANDBOX_ERROR, Executor
 from codea1_eval.train.data import TrainProblem
 from codea1_eval.train.grpo_math import population_std, topvar_select
@@ -90,7 +89,7 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
     for problem in problems:
         qid = problem.question_id
         history = [t for t in (history_test(tc, problem.entry_point) for tc in book.top(qid, DEFAULT_TOP)) if t]
-        codes = [build_program(problem.solution, extract_code(r)[0]) for r in code_responses[qid]]
+        codes = [problem.program(r) for r in code_responses[qid]]
         scores.append(QuestionScores(qid, codes, [], [], [], [t.assert_source for t in history], []))
         for m, code in enumerate(codes):
             suites = [validated[(qid, m, n)] for n in range(len(suite_responses[qid][m]))]
