@@ -12,21 +12,19 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from codea1_eval.config import RunOptions
-from codea1_eval.benchmarks import bigcodebench
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
+from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness, runnable_part
 from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
 from codea1_eval.benchmarks.scoring import candidate_program, judge
 from codea1_eval.display import console, progress
 from codea1_eval.errors import UserError
-from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
-from codea1_eval.prompts import code_messages
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
                                  write_jsonl_atomic)
 from codea1_eval.sandbox import Executor, SandboxLimits
@@ -74,28 +72,15 @@ def _sample_key(task_id: str, index: int) -> str:
 
 
 def code_requests(problems: list[Problem], n: int, temperature: float, top_p: float, max_tokens: int,
-                  seed: int, prompt_style: str = "code-a1") -> list:
-    """One coder request per problem for ``n`` samples (Code-A1's coder prompt, or the benchmark's
-    own), seeded per task (a sample then does not depend on which tasks share its call)."""
+                  seed: int, harness: Harness = CODE_A1_HARNESS) -> list:
+    """One coder request per problem for ``n`` samples, prompted as ``harness`` does, seeded per task
+    (a sample then does not depend on which tasks share its call)."""
     from codea1_eval.models import GenerationRequest, SamplingParams
     from codea1_eval.models.driver import task_seed
 
-    def messages(problem: Problem) -> tuple[dict, ...]:
-        if prompt_style == "bigcodebench":
-            return bigcodebench.chat_messages(problem)
-        return code_messages(problem.question)
-
-    return [GenerationRequest(messages(problem), params=SamplingParams(
+    return [GenerationRequest(harness.coder_messages(problem), params=SamplingParams(
         n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=task_seed(seed, problem.task_id)))
         for problem in problems]
-
-
-def solution_of(benchmark: Benchmark, problem: Problem, response: str) -> tuple[str, str]:
-    """(program, how it was extracted) from a coder response, as the benchmark's harness would."""
-    if benchmark.prompt_style == "bigcodebench":
-        return bigcodebench.sanitize_solution(problem, response), "bigcodebench_sanitize"
-    code, how = extract_code(response)
-    return build_program(problem.prompt, code), how
 
 
 def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tuple[dict[str, list[dict]], dict]:
@@ -112,7 +97,7 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
     if len(finished) < len(problems):
         backend = config.load_backend(config.coder)
         requests = code_requests(problems, config.n, config.temperature, config.top_p, config.max_tokens, config.seed,
-                                 benchmark.prompt_style)
+                                 benchmark.harness)
         with JsonlAppender(run.file(GENERATIONS)) as out, \
                 progress(f"generating ({config.coder})", (len(problems) - len(finished)) * config.n) as advance:
 
@@ -132,7 +117,7 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
         samples[problem.task_id] = []
         for index in range(config.n):
             record = done[_sample_key(problem.task_id, index)]
-            solution, how = solution_of(benchmark, problem, record["response"])
+            solution, how = benchmark.harness.solution(problem, record["response"])
             samples[problem.task_id].append({"solution": solution, "extraction": how})
     return samples, facts
 
@@ -152,15 +137,9 @@ def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]
                 problem = problems.get(record["task_id"])
                 if problem is None:
                     continue
-                if isinstance(record.get("solution"), str):
-                    solution = record["solution"]
-                elif isinstance(record.get("completion"), str):
-                    prompt = problem.meta.get("complete_prompt", problem.prompt)
-                    solution = prompt + record["completion"]
-                else:
+                solution = benchmark.harness.samples_file_solution(problem, record)
+                if solution is None:
                     raise ValueError(f"line {number} has neither a solution nor a completion string")
-                if benchmark.prompt_style == "bigcodebench":
-                    solution = bigcodebench.calibrate(problem, solution)
                 samples[record["task_id"]].append({"solution": solution, "extraction": "samples_file"})
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"cannot read samples file {path}: {exc}") from None
@@ -251,7 +230,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         parse_model_spec(config.coder)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation)
-    executor = Executor(limits, config.parallel, hidden=_hidden_paths(benchmark))
+    executor = Executor(limits, config.parallel, hidden=benchmark.private_paths())
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}
     if config.samples is not None:
         identity["samples_sha256"] = file_sha256(Path(config.samples))
@@ -262,10 +241,8 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     run.write_manifest({**facts, "status": "running"})
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)
-    skipped = bigcodebench.skip_reasons(benchmark.problems, truth) if benchmark.oracle == "unittest" else {}
+    benchmark, skipped = runnable_part(benchmark, truth)
     if skipped:
-        console.print(f"[yellow]skipping {len(skipped)} task(s) that cannot run here[/] (reasons in metrics.json)")
-        benchmark = replace(benchmark, problems=[p for p in benchmark.problems if p.task_id not in skipped])
         facts["skipped"] = skipped
     if config.samples is not None:
         samples = read_samples_file(Path(config.samples), benchmark)
@@ -278,16 +255,10 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         console.print(f"[yellow]warning:[/] reference fails on {len(missing)} task(s): {', '.join(missing[:5])}")
     verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
     metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
-    if benchmark.oracle == "unittest":
-        metrics["skipped"] = skipped
+    metrics["skipped"] = skipped
     _write_samples(run, samples, verdicts)
     write_json_atomic(run.file(METRICS), metrics)
     run.write_manifest({**facts, "status": "complete"})
     metrics["run_dir"] = str(run.path)
     return metrics
 
-
-def _hidden_paths(benchmark: Benchmark) -> list[Path]:
-    from codea1_eval.paths import cache_dir
-
-    return [Path(benchmark.source).resolve().parent, cache_dir()]

@@ -29,12 +29,12 @@ import numpy as np
 from codea1_eval.asserts import calls_program, extract_asserts, holds, value_source
 from codea1_eval.avg import code_requests
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
-from codea1_eval.benchmarks.groundtruth import compute_ground_truth
+from codea1_eval.benchmarks.groundtruth import GroundTruth, compute_ground_truth
+from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.benchmarks.scoring import candidate_program, judge
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import SandboxError, UserError
-from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics import bootstrap_interval
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
@@ -57,6 +57,8 @@ class BonConfig(RunOptions):
     """Everything that defines a `bon` run; fields marked run_only do not change its matrices."""
 
     benchmark: str = "humaneval+"
+    split: str | None = None
+    subset: str | None = None
     coder: str = MUTANTS_CODER
     tester: str = "smollm2"
     candidates: int = 8
@@ -107,13 +109,13 @@ def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts:
     if len(finished) < len(problems):
         backend = config.load_backend(config.coder)
         requests = code_requests(problems, config.candidates, config.temperature, config.top_p,
-                                 config.max_tokens, config.seed)
+                                 config.max_tokens, config.seed, benchmark.harness)
         with JsonlAppender(run.file(CANDIDATES)) as out, \
                 progress(f"candidates ({config.coder})", (len(problems) - len(finished)) * config.candidates) as advance:
 
             def keep(index: int, completions: list) -> None:
                 problem = problems[index]
-                done[problem.task_id] = [{"code": build_program(problem.prompt, extract_code(c.text)[0]),
+                done[problem.task_id] = [{"code": benchmark.harness.solution(problem, c.text)[0],
                                           "origin": "generated", "response": c.text} for c in completions]
                 out.append({"task_id": problem.task_id, "candidates": done[problem.task_id]})
 
@@ -214,8 +216,9 @@ def execute(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[
 
 
 def correctness(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]], run: RunDir,
-                executor: Executor) -> dict[str, bool]:
-    """Whether each distinct candidate passes the benchmark's ground truth (base and plus inputs)."""
+                executor: Executor, truth: dict[str, GroundTruth]) -> dict[str, bool]:
+    """Whether each distinct candidate passes the benchmark's ground truth (base and plus inputs, or
+    its test script)."""
     done = {r["key"]: r["correct"] for r in read_jsonl(run.file(CORRECTNESS))}
     problems = {p.task_id: p for p in benchmark.problems}
     pending: dict[str, tuple[Problem, str]] = {}
@@ -225,10 +228,6 @@ def correctness(config: BonConfig, benchmark: Benchmark, candidates: dict[str, l
             candidate["correctness_key"] = key
             if key not in done:
                 pending[key] = (problems[task_id], candidate["code"])
-    if not pending:
-        return done
-    with progress("ground truth", len(benchmark.problems)) as advance:
-        truth = compute_ground_truth(benchmark, executor, advance)
     keys = list(pending)
     programs = (candidate_program(pending[k][0], truth.get(pending[k][0].task_id), pending[k][1],
                                   config.timeout_scale, benchmark.oracle) for k in keys)
@@ -310,26 +309,30 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
         SELECTORS.check(name)
     for spec in ({config.coder} - {MUTANTS_CODER}) | {config.tester}:
         parse_model_spec(spec)
-    benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
-    if any(p.inputs is None for p in benchmark.problems):
-        raise UserError(f"bon needs a benchmark with input/output ground truth; {benchmark.name} has test scripts")
+    benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation)
-    executor = Executor(limits, config.parallel)
+    executor = Executor(limits, config.parallel, hidden=benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
                                                              "dataset_sha256": benchmark.sha256}, config.overwrite)
     facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
                                            "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
                              "sandbox": asdict(limits)}
     run.write_manifest({**facts, "status": "running"})
+    with progress("ground truth", len(benchmark.problems)) as advance:
+        truth = compute_ground_truth(benchmark, executor, advance)
+    benchmark, skipped = runnable_part(benchmark, truth)
+    facts["skipped"] = skipped
+    if not benchmark.problems:
+        raise UserError("no task of the benchmark can run here (reasons above)")
     candidates = make_candidates(config, benchmark, run, facts)
     suites = make_suites(config, benchmark, candidates, run, facts)
     run.write_manifest({**facts, "status": "running"})
     tests = {task_id: problem_tests(task_suites, task_id)[0] for task_id, task_suites in suites.items()}
     executions = execute(config, benchmark, candidates, tests, run, executor)
-    correct = correctness(config, benchmark, candidates, run, executor)
+    correct = correctness(config, benchmark, candidates, run, executor, truth)
     matrices = build_matrices(benchmark, candidates, suites, executions, correct)
     save_matrices(run.file(MATRICES), matrices)
-    metrics = _metrics(config, benchmark.name, matrices, run.path)
+    metrics = _metrics(config, benchmark.name, matrices, run.path, skipped)
     run.write_manifest({**facts, "status": "complete"})
     return metrics
 
@@ -344,11 +347,12 @@ def rescore(run_dir: Path, selectors: Sequence[str], resamples: int = 200, seed:
             **asdict(report), "run_dir": str(run_dir)}
 
 
-def _metrics(config: BonConfig, benchmark: str, matrices: list[LabelledMatrix], run_path: Path) -> dict[str, Any]:
+def _metrics(config: BonConfig, benchmark: str, matrices: list[LabelledMatrix], run_path: Path,
+             skipped: dict[str, str]) -> dict[str, Any]:
     report = select_and_score([m.matrix for m in matrices], config.selectors, config.resamples, config.seed,
                               curves_png=run_path / CURVES)
     metrics = {"benchmark": benchmark, "coder": config.coder, "tester": config.tester,
-               "white_box": config.white_box, **asdict(report)}
+               "white_box": config.white_box, **asdict(report), "skipped": skipped}
     write_json_atomic(run_path / METRICS, metrics)
     metrics["run_dir"] = str(run_path)
     return metrics

@@ -20,6 +20,8 @@ MODEL_SPEC_HELP = ("Model spec: smollm2 | hf:PATH_OR_ID | vllm:PATH_OR_ID | open
                    "a checkpoint dir. `codea1-eval models` lists them.")
 BACKEND_OPTION_HELP = ("KEY=VALUE for the model backend, repeatable (vllm: tensor_parallel_size=2, dtype=...; "
                        "openai: concurrency=32, max_retries=3).")
+SPLIT_HELP = "BigCodeBench prompt: complete (default) | instruct."
+SUBSET_HELP = "BigCodeBench tasks: full (default) | stdlib (declared libraries all in the standard library)."
 DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
 
 
@@ -28,9 +30,8 @@ def avg(
     coder: Optional[str] = typer.Option("smollm2", help=MODEL_SPEC_HELP),
     benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+ | "
                                   "bigcodebench | bigcodebench-hard"),
-    split: Optional[str] = typer.Option(None, help="BigCodeBench prompt: complete (default) | instruct."),
-    subset: Optional[str] = typer.Option(None, help="BigCodeBench tasks: full (default) | stdlib (declared "
-                                         "libraries all in the standard library)."),
+    split: Optional[str] = typer.Option(None, help=SPLIT_HELP),
+    subset: Optional[str] = typer.Option(None, help=SUBSET_HELP),
     n: int = typer.Option(32, "-n", "--n", min=1, help="Samples per problem."),
     temperature: float = typer.Option(0.7, min=0.0),
     top_p: float = typer.Option(0.95, min=0.0, max=1.0),
@@ -111,7 +112,10 @@ def bon(
     coder: str = typer.Option("mutants", help=MODEL_SPEC_HELP + " Or mutants (the reference plus M - 1 of its "
                               "mutants, shuffled)."),
     tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP),
-    benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+"),
+    benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+ | "
+                                  "bigcodebench | bigcodebench-hard"),
+    split: Optional[str] = typer.Option(None, help=SPLIT_HELP),
+    subset: Optional[str] = typer.Option(None, help=SUBSET_HELP),
     candidates: int = typer.Option(8, "-M", "--candidates", min=1, help="Candidate programs per problem."),
     suites: int = typer.Option(8, "-N", "--suites", min=1, help="Test suites per problem (per candidate "
                                "with --white-box)."),
@@ -148,7 +152,7 @@ def bon(
         return
     from codea1_eval.models import parse_backend_options
 
-    config = BonConfig(benchmark=benchmark, coder=coder, tester=tester, candidates=candidates, suites=suites,
+    config = BonConfig(benchmark=benchmark, split=split, subset=subset, coder=coder, tester=tester, candidates=candidates, suites=suites,
                        white_box=white_box, limit=limit, temperature=temperature, top_p=top_p,
                        max_tokens=max_tokens, seed=seed, mutator=mutator, isolation=isolation,
                        timeout_scale=timeout_scale, selectors=chosen, resamples=resamples, out=out,

@@ -22,6 +22,7 @@ def print_avg_metrics(metrics: dict[str, Any]) -> None:
     console.print(table)
     console.print(f"gt_pass_rate: {metrics['gt_pass_rate']:.2f}%   call statuses: {metrics['call_statuses']}"
                   f"   extraction: {metrics['extraction']}")
+    _print_skipped(console, metrics)
     if "run_dir" in metrics:
         console.print(f"run dir: {metrics['run_dir']}")
 
@@ -69,8 +70,16 @@ def print_bon_metrics(metrics: dict[str, Any]) -> None:
     console.print(f"CURE: p_u {cure['p_u']:.4f}, p_01 {cure['p_01']:.4f}, p_00 {cure['p_00']:.4f}, "
                   f"mu {cure['mu']:.4f} ({cure['problems']} problems used, {cure['skipped']} skipped: "
                   f"all candidates right or all wrong)")
+    _print_skipped(console, metrics)
     if "run_dir" in metrics:
         console.print(f"run dir: {metrics['run_dir']}")
+
+
+def _print_skipped(console: Console, metrics: dict[str, Any]) -> None:
+    skipped = metrics.get("skipped") or {}
+    if skipped:
+        console.print(f"skipped (cannot run here): {len(skipped)} task(s): {', '.join(list(skipped)[:8])}"
+                      f"{' ...' if len(skipped) > 8 else ''} (reasons in metrics.json)")
 
 
 def _number(value: float | None) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness
 from codea1_eval.errors import UserError
 from codea1_eval.registry import Registry
 
@@ -43,8 +44,14 @@ class Benchmark:
     problems: list[Problem]
     source: str
     sha256: str
-    prompt_style: str = "code-a1"
-    """How coders are prompted: Code-A1's coder prompt, or the benchmark's own (``bigcodebench``)."""
+    harness: Harness = CODE_A1_HARNESS
+    """How the benchmark's own evaluation prompts coders, extracts their code and gates tasks."""
+
+    def private_paths(self) -> list[Path]:
+        """What candidates must not read: the folder of the data file (answers) and our cache."""
+        from codea1_eval.paths import cache_dir
+
+        return [Path(self.source).resolve().parent, cache_dir()]
 
     def limit(self, count: int | None) -> "Benchmark":
         """The first ``count`` problems (all when None)."""

@@ -27,8 +27,11 @@ import sys
 import warnings
 from pathlib import Path
 
+from typing import Any, Mapping
+
 from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
+from codea1_eval.benchmarks.harness import Harness
 from codea1_eval.errors import UserError
 
 DATA_FILE = "BigCodeBench-v0.1.2.jsonl"
@@ -183,7 +186,7 @@ def load_bigcodebench(data_dir: Path | None = None, split: str = "complete", sub
                   "libs": _libs(row), "modules": sorted(modules)},
         ))
     name = ("bigcodebench-hard" if hard else "bigcodebench") + f"-{split}" + ("-stdlib" if subset == "stdlib" else "")
-    return Benchmark(name, "unittest", problems, str(path), file_sha256(path), prompt_style="bigcodebench")
+    return Benchmark(name, "unittest", problems, str(path), file_sha256(path), BIGCODEBENCH_HARNESS)
 
 
 def load_bigcodebench_hard(data_dir: Path | None = None, split: str = "complete", subset: str = "full") -> Benchmark:
@@ -192,11 +195,11 @@ def load_bigcodebench_hard(data_dir: Path | None = None, split: str = "complete"
 
 
 def calibrate(problem: Problem, solution: str) -> str:
-    """A samples-file solution as bigcodebench's evaluator runs it (``code_prompt`` + ``pass`` stub first)."""
+    """A solution as bigcodebench's evaluator runs it (``code_prompt`` + ``pass`` stub first)."""
     return problem.meta["code_prompt"] + "\n    pass\n" + solution
 
 
-def skip_reasons(problems: list[Problem], truth: dict) -> dict[str, str]:
+def skip_reasons(problems: list[Problem], truth: Mapping[str, Any]) -> dict[str, str]:
     """Tasks that cannot run here and why: libraries this environment lacks, or a canonical solution
     that does not pass its own tests here (network, root-unsafe operations, ...)."""
     reasons = {}
@@ -207,6 +210,31 @@ def skip_reasons(problems: list[Problem], truth: dict) -> dict[str, str]:
         elif not truth[problem.task_id].ok:
             reasons[problem.task_id] = f"canonical solution fails here: {_exception_line(truth[problem.task_id].error)}"
     return reasons
+
+
+class BigCodeBenchHarness(Harness):
+    """bigcodebench's own chat prompt, sanitisation and calibration, and its environment gate."""
+
+    name = "bigcodebench"
+
+    def coder_messages(self, problem: Problem) -> tuple[dict, ...]:
+        return chat_messages(problem)
+
+    def solution(self, problem: Problem, response: str) -> tuple[str, str]:
+        return sanitize_solution(problem, response), "bigcodebench_sanitize"
+
+    def samples_file_solution(self, problem: Problem, record: Mapping[str, Any]) -> str | None:
+        if isinstance(record.get("solution"), str):
+            return calibrate(problem, record["solution"])
+        if isinstance(record.get("completion"), str):
+            return calibrate(problem, problem.meta["complete_prompt"] + record["completion"])
+        return None
+
+    def unrunnable(self, problems: list[Problem], truth: Mapping[str, Any]) -> dict[str, str]:
+        return skip_reasons(problems, truth)
+
+
+BIGCODEBENCH_HARNESS = BigCodeBenchHarness()
 
 
 def _exception_line(error: str | None) -> str:

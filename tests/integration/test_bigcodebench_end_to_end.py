@@ -98,3 +98,22 @@ def test_smollm2_on_the_instruct_split_joins_the_run_dir_format(tmp_path):
     first = next(row for row in read_jsonl(out / "samples.jsonl") if row["task_id"] == "BigCodeBench/0")
     code_prompt = load_benchmark("bigcodebench", subset="stdlib").problems[0].meta["code_prompt"]
     assert first["solution"].startswith(code_prompt + "\n    pass\n")  # calibrated as bigcodebench does
+
+
+def test_bon_selects_among_the_reference_and_its_mutants(tmp_path):
+    """`bon` on BigCodeBench: candidates judged by the unittest scripts, tests written by SmolLM2."""
+    out = tmp_path / "bon"
+    result = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--coder", "mutants", "--tester", "smollm2",
+                             "--benchmark", "bigcodebench", "--subset", "stdlib", "--limit", "2", "-M", "3", "-N", "1",
+                             "--max-tokens", "128", "--out", str(out)], capture_output=True, text=True, timeout=3000)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["benchmark"] == "bigcodebench-complete-stdlib" and metrics["n_tasks"] == 2
+    assert metrics["skipped"] == {} and metrics["accuracy"]["oracle"] == 100.0
+    labels = {r["key"]: r["correct"] for r in read_jsonl(out / "correctness.jsonl")}
+    for record in read_jsonl(out / "candidates.jsonl"):
+        origins = [c["origin"] for c in record["candidates"]]
+        assert len(origins) == 3 and origins.count("reference") == 1
+    # every reference passes its unittest script; the mutants mutmut made of these two tasks all fail theirs
+    assert sorted(labels.values()) == [False] * 4 + [True] * 2
+    assert metrics["accuracy"]["random"] == pytest.approx(100 / 3, abs=1e-3)
