@@ -193,7 +193,8 @@ def train(
     save_every: int = typer.Option(1, min=1, help="Checkpoint both policies every this many steps."),
     out: Optional[Path] = typer.Option(None, help="Output dir (default: runs/train)."),
     resume: Optional[Path] = typer.Option(None, help="Continue the run in this dir with its recorded config."),
-    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers per process (default: "
+                                           "cores / processes on the node)."),
     rollout_engine: str = typer.Option("hf", help="hf (model.generate on the training weights) | vllm (TRL's vLLM "
                                        "backend, weights synced after each update)."),
     vllm_mode: str = typer.Option("colocate", help="With --rollout-engine vllm: colocate (in this process) | server."),

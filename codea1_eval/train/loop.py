@@ -15,9 +15,10 @@ Rerunning with the same OUT and config, or ``--resume OUT``, continues from the 
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
 from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem, load_train_problems
+from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
+                                           parameters_digest)
 from codea1_eval.train.mistake_book import MistakeBook
 from codea1_eval.train.modes import TRAIN_MODES, PolicyPlan
 from codea1_eval.train.step import step_statistics
@@ -113,19 +116,29 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     from codea1_eval.train.policy import Policy, PolicySettings
 
     _check(config)
+    ranks = current_ranks()
+    if config.questions_per_step % ranks.count:
+        raise UserError(f"{config.questions_per_step} questions per step do not split over {ranks.count} processes")
     mode = TRAIN_MODES.get(config.mode)()
     problems = load_train_problems(config.data)
     if mode.needs_ground_truth:
         _require_tests(problems, config)
-    plans = mode.policies(config)
+    local = replace(config, questions_per_step=config.questions_per_step // ranks.count)
+    plans = mode.policies(local)
     out = Path(config.out or "runs/train")
-    run = RunDir(out, "train", config.identity())
-    state = json.loads(run.file(STATE).read_text()) if run.file(STATE).is_file() else {"step": 0}
+    facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count}
+    if ranks.is_main:
+        run = RunDir(out, "train", config.identity())
+        start = _state(run)["step"]
+        for name in (LOG, ROLLOUTS):
+            write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= start])
+        run.write_manifest({"status": "running", **facts})
+    ranks.barrier()
+    if not ranks.is_main:
+        run = RunDir(out, "train", config.identity())
+    state = _state(run)
     start = state["step"]
     book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
-    for name in (LOG, ROLLOUTS):
-        write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= start])
-    run.write_manifest({"status": "running", "data": str(config.data), "questions": len(problems)})
 
     def policy(plan: PolicyPlan) -> Policy:
         saved = run.file(plan.saved_as[0])
@@ -136,30 +149,66 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                                                  config.vllm_server), run.path / f".trl-{plan.role}")
 
     policies = {plan.role: policy(plan) for plan in plans}
-    executor = Executor(parallel=config.parallel)
+    executor = Executor(parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
     last: dict[str, Any] = {}
-    with progress(f"training steps ({config.mode})", config.steps - start) as advance:
+    with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:
         for step in range(start + 1, config.steps + 1):
             began = time.monotonic()
-            torch.manual_seed(config.seed * 1_000_003 + step)
+            torch.manual_seed(config.seed * 1_000_003 + step + 100_003 * ranks.index)
             batch = questions_for_step(problems, step - 1, config.questions_per_step, config.seed)
-            outcome = mode.step(config, batch, policies, book, executor)
+            before = {p.question_id: dict(book.entries(p.question_id)) for p in batch}
+            outcome = mode.step(local, ranks.shard(batch), policies, book, executor)
             updates = {role: policies[role].update(*outcome.updates[role]) for role in policies}
-            book.save(run.file(BOOK))
-            last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(outcome.scores, book).items()},
+            _check_replicas(ranks, policies)
+            scores, records = _gathered(ranks, outcome, book, before)
+            last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(scores, book).items()},
                     **_update_fields(updates), "step_seconds": round(time.monotonic() - began, 3)}
-            with run.file(ROLLOUTS).open("a") as rollouts:
-                rollouts.writelines(json.dumps({"schema": SCHEMA, "step": step, **r}) + "\n" for r in outcome.records)
-            with run.file(LOG).open("a") as log:
-                log.write(json.dumps(last) + "\n")
+            if ranks.is_main:
+                book.save(run.file(BOOK))
+                with run.file(ROLLOUTS).open("a") as rollouts:
+                    rollouts.writelines(json.dumps({"schema": SCHEMA, "step": step, **r}) + "\n" for r in records)
+                with run.file(LOG).open("a") as log:
+                    log.write(json.dumps(last) + "\n")
             if step % config.save_every == 0 or step == config.steps:
-                for plan in plans:
-                    for directory in plan.saved_as:
-                        policies[plan.role].save(run.file(directory))
-                write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
+                if ranks.is_main:
+                    for plan in plans:
+                        for directory in plan.saved_as:
+                            policies[plan.role].save(run.file(directory))
+                    write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
+                ranks.barrier()
             advance(1)
-    run.write_manifest({"status": "complete", "data": str(config.data), "questions": len(problems)})
+    if ranks.is_main:
+        run.write_manifest({"status": "complete", **facts})
     return last
+
+
+def _state(run: RunDir) -> dict[str, Any]:
+    """The step and Mistake Book of the last checkpoint (step 0 for a new run)."""
+    return json.loads(run.file(STATE).read_text()) if run.file(STATE).is_file() else {"step": 0}
+
+
+def _gathered(ranks: Ranks, outcome: Any, book: MistakeBook,
+              before: dict[str, dict[str, int]]) -> tuple[list, list[dict[str, Any]]]:
+    """Every process's question scores and rollout records (in rank order), with every process's
+    Mistake Book changes applied to ``book``; alone, this process's own."""
+    if ranks.count == 1:
+        return outcome.scores, outcome.records
+    changes = ranks.gather(book_changes(before, book, {s.question_id for s in outcome.scores}))
+    apply_book_changes(book, before, changes)
+    scores = [s for process in ranks.gather(outcome.scores) for s in process]
+    records = [r for process in ranks.gather(outcome.records) for r in process]
+    return scores, records
+
+
+def _check_replicas(ranks: Ranks, policies: dict[str, Any]) -> None:
+    """Stop when data-parallel replicas of a policy no longer hold the same weights (the gradients
+    were not averaged): every later step would train diverging models."""
+    if ranks.count == 1:
+        return
+    for role, policy in policies.items():
+        digests = ranks.gather(parameters_digest(policy.model))
+        if len(set(digests)) > 1:
+            raise RuntimeError(f"the {role} policy's replicas diverged across processes: weight sums {digests}")
 
 
 def _update_fields(updates: dict[str, dict[str, float]]) -> dict[str, float]:

@@ -23,7 +23,7 @@ import os
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from codea1_eval.errors import UserError
 
@@ -60,6 +60,14 @@ class MistakeBook:
             book[testcase] = book.get(testcase, 0) + failures
         if not book:
             del self._questions[question_id]
+
+    def set_frequencies(self, question_id: str, frequencies: Mapping[str, int]) -> None:
+        """Replace the question's entries (in the mapping's order); frequencies <= 0 are left out."""
+        kept = {testcase: frequency for testcase, frequency in frequencies.items() if frequency > 0}
+        if kept:
+            self._questions[question_id] = kept
+        else:
+            self._questions.pop(question_id, None)
 
     def size(self, question_id: str | None = None) -> int:
         """Entries of ``question_id``, or of the whole book when it is None."""

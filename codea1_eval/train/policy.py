@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from codea1_eval.errors import UserError
 
 OPTIMIZER_STATE = "optimizer.pt"
+SHARDED_LAUNCHES = ("DEEPSPEED", "FSDP", "MEGATRON_LM")
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Policy:
         self._pending: list[tuple[list[Rollout], list[float]]] = []
         args = GRPOConfig(
             output_dir=str(work_dir), use_cpu=not torch.cuda.is_available(), bf16=False,
-            gradient_checkpointing=False, per_device_train_batch_size=settings.batch_completions,
+            gradient_checkpointing=False, ddp_find_unused_parameters=False, per_device_train_batch_size=settings.batch_completions,
             num_generations=settings.group_size, learning_rate=settings.learning_rate,
             warmup_steps=settings.warmup_steps, lr_scheduler_type="constant_with_warmup", beta=settings.kl_beta,
             epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
@@ -92,6 +93,13 @@ class Policy:
                                    train_dataset=placeholder, processing_class=self.tokenizer,
                                    rollout_func=self._rollout)
         self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
+        # Under a multi-process launcher the update runs through DDP, which averages the gradients.
+        if self.trainer.accelerator.distributed_type.value in SHARDED_LAUNCHES:
+            raise UserError("train runs data-parallel (DDP: `accelerate launch --multi_gpu`); DeepSpeed, FSDP and "
+                            "Megatron-LM shard the policy, which its rollouts (model.generate) and checkpoints do not support yet")
+        self._trained = self.model
+        if self.trainer.accelerator.num_processes > 1:
+            self._trained = self.trainer.model_wrapped = self.trainer.accelerator.prepare_model(self.model)
         self.trainer.current_gradient_accumulation_steps = 1
         self._updates, self._synced_updates = 0, -1
         optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
@@ -117,8 +125,9 @@ class Policy:
             return self._sample_vllm(prompts, n)
         width = max(map(len, prompts))
         pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts])
-        attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts])
+        device = self.model.device
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts], device=device)
+        attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=device)
         with torch.no_grad():
             output = self.model.generate(
                 input_ids=input_ids, attention_mask=attention_mask, do_sample=True,
@@ -155,7 +164,7 @@ class Policy:
         self._pending.append((list(rollouts), list(rewards)))
         self.model.train()
         batch = [{"prompt": ""} for _ in rollouts]  # distinct dicts: TRL writes per-row fields into them
-        loss = self.trainer.training_step(self.trainer.model, batch, None)
+        loss = self.trainer.training_step(self._trained, batch, None)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.trainer.args.max_grad_norm)
         self.trainer.optimizer.step()
         self.trainer.lr_scheduler.step()

@@ -192,3 +192,35 @@ def test_vllm_rollout_engine_samples_and_trains(tmp_path):
     varied = [len({c["reward"] for c in r["codes"]}) > 1 for r in records]
     assert [line["code_grad_norm"] > 0 for line in log] == varied
     assert (_max_difference(out / "code", smollm2_checkpoint()) > 0) == any(varied)
+
+
+def test_two_processes_train_data_parallel_and_resume(smoke_data, tmp_path):
+    """`accelerate launch --multi_gpu --num_processes 2` (gloo on this CPU): each process takes half of a step's
+    questions, DDP keeps the replicas equal (the loop stops otherwise), the main process writes every
+    question's record; a resume under the same launcher continues."""
+    from codea1_eval.train.data import load_train_problems
+    from codea1_eval.train.loop import questions_for_step
+
+    out = tmp_path / "out"
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "codea1_eval", "train"]
+    first = subprocess.run([*launch, "--coder", "smollm2", "--tester", "smollm2", "--data", str(smoke_data),
+                            "--steps", "1", "-M", "2", "-N", "2", "--questions-per-step", "2", "--max-new-tokens", "64",
+                            "--temperature", "0.7", "--out", str(out)], capture_output=True, text=True, timeout=3000)
+    assert first.returncode == 0, first.stderr[-3000:]
+    resumed = subprocess.run([*launch, "--resume", str(out), "--steps", "2"], capture_output=True, text=True,
+                             timeout=3000)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    log = list(read_jsonl(out / "train_log.jsonl"))
+    assert [line["step"] for line in log] == [1, 2]
+    problems = load_train_problems(smoke_data)
+    records = list(read_jsonl(out / "rollouts.jsonl"))
+    for step in (1, 2):
+        expected = [p.question_id for p in questions_for_step(problems, step - 1, 2, 0)]
+        assert [r["question_id"] for r in records if r["step"] == step] == expected  # rank 0's, then rank 1's
+    assert all(len(r["codes"]) == 2 for r in records)
+    assert json.loads((out / "manifest.json").read_text())["processes"] == 2
+    book = json.loads((out / "mistake_book.json").read_text())
+    assert log[-1]["mistake_book_size"] == sum(len(v) for v in book["questions"].values())
+    for role in ("code", "test"):
+        assert (out / role / "model.safetensors").is_file()
