@@ -246,6 +246,38 @@ def train_sft_data(
     typer.echo(json.dumps(summary))
 
 
+@app.command()
+def table(
+    run_dirs: list[Path] = typer.Argument(..., help="Run directories of avg, mul, bon or train."),
+    layout: str = typer.Option("auto", help="auto (one table per kind of run) | coders (Table 1) | testers "
+                               "(Table 2) | bon (Table 5)."),
+    format: str = typer.Option("markdown", "--format", help="markdown | latex | csv"),
+    k: Optional[int] = typer.Option(None, min=1, help="avg@k / pass@k column (default: the largest every run "
+                                    "reports; testers prefer 5, 2, 1)."),
+    mut_variant: str = typer.Option("conditional", help="Testers' mut@k: conditional (the paper's) | plain."),
+    selector: str = typer.Option("most-passed", help="Best-of-N selector shown in the bon table."),
+    out: Optional[Path] = typer.Option(None, help="Write the tables here (default: stdout)."),
+    plots: Optional[Path] = typer.Option(None, help="Also draw the figures (PNG and PDF) into this folder."),
+    allow_incomparable: bool = typer.Option(False, help="Tabulate runs whose settings differ (dataset, n, "
+                                            "temperature, protocol, ...) with a warning instead of refusing."),
+) -> None:
+    """Paper tables (Markdown, LaTeX, CSV) and figures from run directories."""
+    from codea1_eval.results import write_text_atomic
+    from codea1_eval.tables import has_tables, load_runs, render_tables
+    from codea1_eval.tables.plots import plot_runs
+
+    runs = load_runs(run_dirs)
+    if plots is None or layout != "auto" or has_tables(runs):
+        text = render_tables(runs, layout, format, allow_incomparable, k=k, variant=mut_variant, selector=selector)
+        if out is None:
+            typer.echo(text, nl=False)
+        else:
+            write_text_atomic(out, text)
+    if plots is not None:
+        for path in plot_runs(runs, plots):
+            typer.echo(f"wrote {path}", err=True)
+
+
 @app.command("benchmarks")
 def list_benchmarks() -> None:
     """List the benchmarks."""

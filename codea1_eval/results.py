@@ -35,10 +35,16 @@ def content_hash(*parts: Any) -> str:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` via a temp file and rename, so readers never see half a file."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        json.dump(data, tmp, indent=2, sort_keys=True, default=str)
-        tmp.write("\n")
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
+                                     encoding="utf-8") as tmp:
+        tmp.write(text)
         tmp.flush()
         os.fsync(tmp.fileno())
     os.replace(tmp.name, path)

@@ -88,7 +88,14 @@ def scaling_curves(problems: Sequence[ProblemMatrix], selectors: Sequence[str], 
 
 
 def plot_curves(curves: Sequence[Curve], path: str | Path) -> Path:
-    """Write a PNG with one panel per axis present, one line per selector and its shaded interval."""
+    """Write :func:`curves_figure` to ``path`` (PNG, PDF, ... by the file suffix)."""
+    path = Path(path)
+    curves_figure(curves).savefig(path, dpi=100)
+    return path
+
+
+def curves_figure(curves: Sequence[Curve]):
+    """A matplotlib Figure with one panel per axis present, one line per selector and its shaded interval."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -109,6 +116,4 @@ def plot_curves(curves: Sequence[Curve], path: str | Path) -> Path:
         panel.set_ylabel("accuracy (%)")
         panel.grid(True, alpha=0.3)
         panel.legend()
-    path = Path(path)
-    figure.savefig(path, format="png", dpi=100)
-    return path
+    return figure

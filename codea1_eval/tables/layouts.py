@@ -1,0 +1,172 @@
+"""The paper's table layouts, built from run records into format-free tables.
+
+- ``coders`` (Code-A1 Table 1): coder rows x avg@k on HumanEval+ / MBPP+ / BigCodeBench (and any other
+  benchmark present), plus their mean;
+- ``testers`` (Table 2): tester rows x pass@k, mut@k (conditional by default, labelled) and Mul per
+  benchmark;
+- ``bon`` (Table 5): per coder, the coder alone (the expected accuracy of one of its candidates) and each
+  coder x tester pair under best-of-N with the named selector, per benchmark.
+
+Every cell keeps where its number came from (run dir and metrics key); 95% intervals come along where
+the run recorded them. Higher is better in every column.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from codea1_eval.errors import UserError
+from codea1_eval.registry import Registry
+from codea1_eval.tables.index import Run
+
+BENCHMARK_ORDER = ("humaneval", "humaneval+", "mbpp+", "bigcodebench", "bigcodebench-hard", "ult-lite", "ult")
+DISPLAY_NAMES = {"humaneval": "HumanEval", "humaneval+": "HumanEval+", "humaneval+-mini": "HumanEval+ mini",
+                 "mbpp+": "MBPP+", "bigcodebench": "BigCodeBench", "bigcodebench-hard": "BigCodeBench-Hard",
+                 "ult-lite": "ULT-Lite", "ult": "ULT"}
+TESTER_KS = (5, 2, 1)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A number (None: not measured) with its 95% interval, and the metrics entry it came from."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    source: str = ""
+
+
+@dataclass
+class Table:
+    """Columns, then rows of (label, cells); ``derived`` names columns computed from other cells."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[str, list[Cell]]] = field(default_factory=list)
+    derived: tuple[str, ...] = ()
+
+
+def benchmark_label(name: str) -> str:
+    """``bigcodebench-instruct-stdlib`` -> ``BigCodeBench (instruct, stdlib)``; HumanEval+ etc. as the paper."""
+    match = re.fullmatch(r"(bigcodebench(?:-hard)?)-(complete|instruct)(-stdlib)?", name)
+    if match:
+        base, split, stdlib = match.groups()
+        qualifiers = [q for q in (split if split != "complete" else "", "stdlib" if stdlib else "") if q]
+        return DISPLAY_NAMES[base] + (f" ({', '.join(qualifiers)})" if qualifiers else "")
+    return DISPLAY_NAMES.get(name, name)
+
+
+def _benchmark_key(name: str) -> tuple[int, str]:
+    base = re.sub(r"-(complete|instruct)(-stdlib)?$", "", name)
+    return (BENCHMARK_ORDER.index(base) if base in BENCHMARK_ORDER else len(BENCHMARK_ORDER), name)
+
+
+def _benchmarks(runs: Sequence[Run]) -> list[str]:
+    return sorted({run.benchmark for run in runs}, key=_benchmark_key)
+
+
+def _cell(run: Run, key: str, group: str | None = None) -> Cell:
+    """The run's metric ``key`` (inside ``group``, e.g. bon's ``accuracy``) with its recorded interval."""
+    value = (run.metrics.get(group, {}) if group else run.metrics).get(key)
+    if value is None:
+        return Cell(None)
+    low, high = run.metrics.get("ci95", {}).get(key) or (None, None)
+    return Cell(float(value), low, high, f"{run.name}/metrics.json:{group + '.' if group else ''}{key}")
+
+
+def _only(runs: Sequence[Run], command: str) -> list[Run]:
+    chosen = [run for run in runs if run.command == command]
+    if not chosen:
+        raise UserError(f"this table needs {command} runs; none given")
+    return chosen
+
+
+def _unique_rows(pairs: Sequence[tuple[str, str, Run]]) -> dict[str, dict[str, Run]]:
+    """label -> benchmark -> run, refusing two runs for one cell."""
+    table: dict[str, dict[str, Run]] = {}
+    for label, benchmark, run in pairs:
+        row = table.setdefault(label, {})
+        if benchmark in row:
+            raise UserError(f"two runs for {label} on {benchmark}: {row[benchmark].name} and {run.name}")
+        row[benchmark] = run
+    return table
+
+
+def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Table:
+    """Table 1: avg@k per benchmark (k: the largest avg@k every run reports, unless given) and the mean."""
+    runs = _only(runs, "avg")
+    common = set.intersection(*({int(key[4:]) for key in run.metrics if re.fullmatch(r"avg@\d+", key)}
+                                for run in runs))
+    if k is None:
+        k = max(common) if common else 1
+    if k not in common:
+        raise UserError(f"avg@{k} is not reported by every run (common: {sorted(common)})")
+    benchmarks = _benchmarks(runs)
+    rows = _unique_rows([(run.model("coder"), run.benchmark, run) for run in runs])
+    table = Table(f"Coders: avg@{k} (%)", [f"{benchmark_label(b)} avg@{k}" for b in benchmarks] + ["Mean"],
+                  derived=("Mean",))
+    for label, by_benchmark in rows.items():
+        cells = [_cell(by_benchmark[b], f"avg@{k}") if b in by_benchmark else Cell(None) for b in benchmarks]
+        values = [c.value for c in cells]
+        mean = sum(values) / len(values) if None not in values else None
+        table.rows.append((label, cells + [Cell(mean, source="mean of the row")]))
+    return table
+
+
+def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "conditional", **_: object) -> Table:
+    """Table 2: pass@k, mut@k (``conditional``: the paper's; ``plain``: all tasks) and Mul per benchmark."""
+    runs = _only(runs, "mul")
+    if variant not in ("conditional", "plain"):
+        raise UserError(f"unknown mut@k variant {variant!r}; use conditional or plain")
+    if k is None:
+        k = next((c for c in TESTER_KS if all(f"pass@{c}" in run.metrics for run in runs)), None)
+        if k is None:
+            raise UserError("the mul runs share no reported k")
+    suffix = "_conditional" if variant == "conditional" else ""
+    benchmarks = _benchmarks(runs)
+    columns, keys = [], []
+    for benchmark in benchmarks:
+        name = benchmark_label(benchmark)
+        columns += [f"{name} pass@{k}", f"{name} mut@{k}" + (" (cond.)" if suffix else ""), f"{name} Mul@{k}"]
+        keys += [(benchmark, f"pass@{k}"), (benchmark, f"mut@{k}{suffix}"), (benchmark, f"mul@{k}{suffix}")]
+    rows = _unique_rows([(run.model("tester"), run.benchmark, run) for run in runs])
+    table = Table(f"Testers: pass@{k}, mut@{k} ({variant}) and Mul (%)", columns)
+    for label, by_benchmark in rows.items():
+        table.rows.append((label, [_cell(by_benchmark[b], key) if b in by_benchmark else Cell(None) for b, key in keys]))
+    return table
+
+
+def bon_table(runs: Sequence[Run], selector: str = "most-passed", **_: object) -> Table:
+    """Table 5: per coder, the coder alone (``random``: the expected accuracy of one candidate) and every
+    coder x tester pair under best-of-N with ``selector``."""
+    runs = _only(runs, "bon")
+    missing = [run.name for run in runs if selector not in run.metrics.get("accuracy", {})]
+    if missing:
+        raise UserError(f"selector {selector!r} is not in the metrics of {', '.join(missing)} "
+                        "(re-score them with `codea1-eval bon --matrices RUN --selector NAME`)")
+    benchmarks = _benchmarks(runs)
+    alone: dict[str, dict[str, Run]] = {}  # the candidates, hence `random`, do not depend on the tester
+    for run in runs:
+        alone.setdefault(run.model("coder"), {}).setdefault(run.benchmark, run)
+    paired = _unique_rows([(f"{run.model('coder')} + {run.model('tester')}", run.benchmark, run) for run in runs])
+    table = Table(f"Best-of-N accuracy (%), selector {selector}", [benchmark_label(b) for b in benchmarks])
+    for coder, by_benchmark in alone.items():
+        table.rows.append((f"{coder} (alone)", [_random_cell(by_benchmark.get(b)) for b in benchmarks]))
+        for label, pair in paired.items():
+            if label.startswith(f"{coder} + "):
+                table.rows.append((label, [_cell(pair[b], selector, "accuracy") if b in pair else Cell(None)
+                                           for b in benchmarks]))
+    return table
+
+
+def _random_cell(run: Run | None) -> Cell:
+    return Cell(None) if run is None else _cell(run, "random", "accuracy")
+
+
+LAYOUTS: Registry[Callable[..., Table]] = Registry("table layout")
+LAYOUTS.register("coders", coders_table, help="Table 1: coder rows x avg@k per benchmark and their mean")
+LAYOUTS.register("testers", testers_table, help="Table 2: tester rows x pass@k, mut@k (conditional) and Mul")
+LAYOUTS.register("bon", bon_table, help="Table 5: coder alone and coder x tester pairs under best-of-N")
+LAYOUT_OF_COMMAND = {"avg": "coders", "mul": "testers", "bon": "bon"}
