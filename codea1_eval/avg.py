@@ -27,7 +27,7 @@ from codea1_eval.errors import UserError
 from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
                                  write_jsonl_atomic)
-from codea1_eval.sandbox import Executor, SandboxLimits
+from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
 
 REPORTED_KS = (1, 8, 16, 32)
 GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
@@ -230,7 +230,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         parse_model_spec(config.coder)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation)
-    executor = Executor(limits, config.parallel, hidden=benchmark.private_paths())
+    executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}
     if config.samples is not None:
         identity["samples_sha256"] = file_sha256(Path(config.samples))

@@ -41,7 +41,7 @@ from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_sp
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.prompts import assert_test_messages
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
-from codea1_eval.sandbox import RETURNED, SANDBOX_ERROR, Executor, SandboxLimits
+from codea1_eval.sandbox import RETURNED, SANDBOX_ERROR, Executor, SandboxLimits, make_executor
 from codea1_eval.scaling import SELECTORS, ProblemMatrix, accuracy, cure_stats, plot_curves, scaling_curves
 from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
 
@@ -311,7 +311,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
         parse_model_spec(spec)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation)
-    executor = Executor(limits, config.parallel, hidden=benchmark.private_paths())
+    executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
                                                              "dataset_sha256": benchmark.sha256}, config.overwrite)
     facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,

@@ -22,6 +22,8 @@ BACKEND_OPTION_HELP = ("KEY=VALUE for the model backend, repeatable (vllm: tenso
                        "openai: concurrency=32, max_retries=3).")
 SPLIT_HELP = "BigCodeBench prompt: complete (default) | instruct."
 SUBSET_HELP = "BigCodeBench tasks: full (default) | stdlib (declared libraries all in the standard library)."
+EXECUTOR_HELP = ("Where candidates run: local (this machine's workers) | ray (Ray cluster: ray, ray:HOST:PORT "
+                 "or ray://HOST:PORT; results equal local's).")
 DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
 
 
@@ -43,6 +45,7 @@ def avg(
     data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
     isolation: str = typer.Option("process", help="process | bwrap"),
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
     all_inputs: bool = typer.Option(False, help="Run every input even after a failure (default: stop "
                                     "each input list at its first failure, as evalplus does)."),
@@ -59,7 +62,7 @@ def avg(
     config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder, samples=samples, n=n,
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs, out=out,
-                       data_dir=data_dir, parallel=parallel, batch_size=batch_size,
+                       data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)
     print_avg_metrics(run_avg(config))
@@ -87,6 +90,7 @@ def mul(
     data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
     isolation: str = typer.Option("process", help="process | bwrap"),
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
     batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
     backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
@@ -101,7 +105,7 @@ def mul(
     config = MulConfig(benchmark=benchmark, tester=tester, protocol=protocol, coder=coder, k=k, mode=mode,
                        mutator=mutator, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, sample_file=sample_file, isolation=isolation, timeout_scale=timeout_scale,
-                       out=out, data_dir=data_dir, parallel=parallel, batch_size=batch_size,
+                       out=out, data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)
     print_mul_metrics(run_mul(config))
@@ -136,6 +140,7 @@ def bon(
     data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
     isolation: str = typer.Option("process", help="process | bwrap"),
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every ground-truth time limit."),
     batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
     backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
@@ -156,7 +161,7 @@ def bon(
                        white_box=white_box, limit=limit, temperature=temperature, top_p=top_p,
                        max_tokens=max_tokens, seed=seed, mutator=mutator, isolation=isolation,
                        timeout_scale=timeout_scale, selectors=chosen, resamples=resamples, out=out,
-                       data_dir=data_dir, parallel=parallel, batch_size=batch_size,
+                       data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)
     print_bon_metrics(run_bon(config))

@@ -21,6 +21,7 @@ class RunOptions:
     out: Path | None = run_only()
     data_dir: Path | None = run_only()
     parallel: int | None = run_only()
+    executor: str = run_only("local")
     batch_size: int = run_only(16)
     backend_options: dict = run_only(default_factory=dict)
     generation_cache: bool = run_only(True)

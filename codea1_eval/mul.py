@@ -34,10 +34,9 @@ from codea1_eval.metrics.mutation import MUTATORS, make_mutants
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
-from codea1_eval.paths import cache_dir
 from codea1_eval.prompts import assert_test_messages, code_messages, ult_round_messages
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
-from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits
+from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits, make_executor
 
 PROTOCOLS = ("code-a1", "black-box", "ult")
 REFERENCE_INPUTS = "reference-inputs"
@@ -316,7 +315,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
     config.resolved_protocol(benchmark.name)
     sample_ids = _sample_ids(config, benchmark)
     limits = SandboxLimits(isolation=config.isolation)
-    executor = Executor(limits, config.parallel, hidden=[Path(benchmark.source).resolve().parent, cache_dir()])
+    executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "mul", {**config.identity(), "dataset_sha256": benchmark.sha256},
                  config.overwrite)
     facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,

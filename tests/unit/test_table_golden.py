@@ -135,3 +135,17 @@ def test_every_tester_and_bon_number_traces_to_metrics_json():
         assert cells[("mutants (alone)", column)] == f"{metrics['accuracy']['random']:.2f}"
         assert cells[("mutants + smollm2", column)] == f"{metrics['accuracy']['most-passed']:.2f}"
         assert cells[("mutants + smollm2", column + " ci_low")] == f"{metrics['ci95']['most-passed'][0]:.2f}"
+
+
+def test_the_command_writes_the_golden_latex_and_refuses_what_is_not_a_run(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "table.tex"
+    result = subprocess.run([sys.executable, "-m", "codea1_eval", "table", *(str(RUNS / n) for n in LAYOUT_RUNS["bon"]),
+                             "--format", "latex", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == (FIXTURES / "tables" / "bon.tex").read_text()
+    bad = subprocess.run([sys.executable, "-m", "codea1_eval", "table", str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and bad.stderr.strip() == f"error: {tmp_path} is not a codea1-eval run dir (no manifest.json)"

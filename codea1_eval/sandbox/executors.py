@@ -1,0 +1,85 @@
+"""Where candidate programs run (``--executor``): this machine's worker pool, or a Ray cluster.
+
+``local`` is :class:`~codea1_eval.sandbox.engine.Executor`. ``ray`` sends batches of programs as Ray
+tasks (one CPU each); a task runs its batch through the same engine on the node it lands on, so each
+node runs our own worker processes with the same limits and isolation, and results are identical to
+the local executor's. Spec forms: ``ray`` (the cluster in ``$RAY_ADDRESS``, else a running local
+one, else a new one on this machine), ``ray:HOST:PORT`` (a cluster's GCS address, this machine being
+one of its nodes) and ``ray://HOST:PORT`` (Ray Client). Every node needs codea1-eval installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from codea1_eval.errors import UserError
+from codea1_eval.registry import Registry
+from codea1_eval.sandbox.engine import ExecResult, Executor, Program, SandboxLimits
+
+RAY_INSTALL = "pip install 'codea1-eval[ray]'"
+RAY_BATCH = 8
+"""Programs per Ray task: large enough to amortise a task's overhead, small enough to balance nodes."""
+
+
+def _run_batch(programs: list[Program], limits: SandboxLimits, hidden: list[Path]) -> list[ExecResult]:
+    """A Ray task: the programs of one batch, one after another, through the node's own engine."""
+    return Executor(limits, parallel=1, hidden=hidden).map(programs)
+
+
+class RayExecutor(Executor):
+    """Runs programs as Ray tasks on a Ray cluster; ``parallel`` is unused (Ray schedules by CPUs)."""
+
+    def __init__(self, address: str | None, limits: SandboxLimits = SandboxLimits(), parallel: int | None = None,
+                 hidden: Sequence[Path] = ()):
+        super().__init__(limits, parallel, hidden)
+        try:
+            import ray
+        except ImportError:
+            raise UserError(f"--executor ray needs Ray: {RAY_INSTALL}") from None
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise UserError(f"cannot connect to the Ray cluster at {address or 'auto'}: {exc}") from None
+        self._task = ray.remote(num_cpus=1, max_retries=2)(_run_batch)
+
+    def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
+        import ray
+
+        programs = list(programs)
+        pending = {}
+        for start in range(0, len(programs), RAY_BATCH):
+            batch = programs[start:start + RAY_BATCH]
+            pending[self._task.remote(batch, self.limits, self.hidden)] = start
+        while pending:
+            (done,), _ = ray.wait(list(pending), num_returns=1)
+            start = pending.pop(done)
+            for offset, result in enumerate(ray.get(done)):
+                yield start + offset, result
+
+
+def _ray_executor(argument: str, limits: SandboxLimits, parallel: int | None, hidden: Sequence[Path]) -> Executor:
+    if argument.startswith("//"):
+        address = "ray:" + argument
+    else:
+        address = argument or None
+    return RayExecutor(address, limits, parallel, hidden)
+
+
+def _local_executor(argument: str, limits: SandboxLimits, parallel: int | None, hidden: Sequence[Path]) -> Executor:
+    if argument:
+        raise UserError("the local executor takes no address: write just 'local'")
+    return Executor(limits, parallel, hidden)
+
+
+EXECUTORS: Registry = Registry("executor")
+EXECUTORS.register("local", _local_executor, help="this machine's worker processes (default)")
+EXECUTORS.register("ray", _ray_executor, help="a Ray cluster: ray | ray:HOST:PORT | ray://HOST:PORT")
+
+
+def make_executor(spec: str, limits: SandboxLimits = SandboxLimits(), parallel: int | None = None,
+                  hidden: Sequence[Path] = ()) -> Executor:
+    """The executor an ``--executor`` spec names (``local``, ``ray``, ``ray:HOST:PORT``, ``ray://HOST:PORT``)."""
+    name, _, argument = spec.strip().partition(":")
+    return EXECUTORS.get(name)(argument, limits, parallel, hidden)
