@@ -20,11 +20,12 @@ def _labels(path: Path) -> list[str]:
 
 
 def test_every_figure_is_drawn_with_its_axes_labels(tmp_path):
-    runs = load_runs([RUNS / "bon-humaneval", RUNS / "train-alpha0.0", RUNS / "train-alpha1.0"])
+    runs = load_runs([RUNS / "bon-humaneval", *(RUNS / f"train-alpha{a}" for a in ("0.0", "0.5", "1.0"))])
     written = plot_runs(runs, tmp_path)
     assert sorted(p.name for p in written) == sorted(
         f"{stem}.{ext}" for stem in ("bon-curves-bon-humaneval", "train-dynamics-train-alpha0.0",
-                                     "train-dynamics-train-alpha1.0", "alpha-ablation") for ext in ("png", "pdf"))
+                                     "train-dynamics-train-alpha0.5", "train-dynamics-train-alpha1.0",
+                                     "alpha-ablation") for ext in ("png", "pdf"))
     for path in written:
         assert path.stat().st_size > 1000
         if path.suffix == ".pdf":
