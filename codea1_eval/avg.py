@@ -242,8 +242,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)
     benchmark, skipped = runnable_part(benchmark, truth)
-    if skipped:
-        facts["skipped"] = skipped
+    facts["skipped"] = skipped
     if config.samples is not None:
         samples = read_samples_file(Path(config.samples), benchmark)
     else:

@@ -40,12 +40,11 @@ class Cell:
 
 @dataclass
 class Table:
-    """Columns, then rows of (label, cells); ``derived`` names columns computed from other cells."""
+    """Columns, then rows of (label, cells)."""
 
     title: str
     columns: list[str]
     rows: list[tuple[str, list[Cell]]] = field(default_factory=list)
-    derived: tuple[str, ...] = ()
 
 
 def benchmark_label(name: str) -> str:
@@ -105,8 +104,7 @@ def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Tabl
         raise UserError(f"avg@{k} is not reported by every run (common: {sorted(common)})")
     benchmarks = _benchmarks(runs)
     rows = _unique_rows([(run.model("coder"), run.benchmark, run) for run in runs])
-    table = Table(f"Coders: avg@{k} (%)", [f"{benchmark_label(b)} avg@{k}" for b in benchmarks] + ["Mean"],
-                  derived=("Mean",))
+    table = Table(f"Coders: avg@{k} (%)", [f"{benchmark_label(b)} avg@{k}" for b in benchmarks] + ["Mean"])
     for label, by_benchmark in rows.items():
         cells = [_cell(by_benchmark[b], f"avg@{k}") if b in by_benchmark else Cell(None) for b in benchmarks]
         values = [c.value for c in cells]

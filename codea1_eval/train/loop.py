@@ -127,16 +127,16 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     plans = mode.policies(local)
     out = Path(config.out or "runs/train")
     facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count}
-    if ranks.is_main:
+    if ranks.is_main:  # opens (or checks) the run dir and drops records of steps after the last checkpoint
         run = RunDir(out, "train", config.identity())
-        start = _state(run)["step"]
+        state = _state(run)
         for name in (LOG, ROLLOUTS):
-            write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= start])
+            write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= state["step"]])
         run.write_manifest({"status": "running", **facts})
     ranks.barrier()
     if not ranks.is_main:
         run = RunDir(out, "train", config.identity())
-    state = _state(run)
+        state = _state(run)
     start = state["step"]
     book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
 

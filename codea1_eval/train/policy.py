@@ -81,7 +81,8 @@ class Policy:
         self._pending: list[tuple[list[Rollout], list[float]]] = []
         args = GRPOConfig(
             output_dir=str(work_dir), use_cpu=not torch.cuda.is_available(), bf16=False,
-            gradient_checkpointing=False, ddp_find_unused_parameters=False, per_device_train_batch_size=settings.batch_completions,
+            gradient_checkpointing=False, ddp_find_unused_parameters=False,
+            per_device_train_batch_size=settings.batch_completions,
             num_generations=settings.group_size, learning_rate=settings.learning_rate,
             warmup_steps=settings.warmup_steps, lr_scheduler_type="constant_with_warmup", beta=settings.kl_beta,
             epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
@@ -93,10 +94,11 @@ class Policy:
                                    train_dataset=placeholder, processing_class=self.tokenizer,
                                    rollout_func=self._rollout)
         self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
-        # Under a multi-process launcher the update runs through DDP, which averages the gradients.
         if self.trainer.accelerator.distributed_type.value in SHARDED_LAUNCHES:
             raise UserError("train runs data-parallel (DDP: `accelerate launch --multi_gpu`); DeepSpeed, FSDP and "
-                            "Megatron-LM shard the policy, which its rollouts (model.generate) and checkpoints do not support yet")
+                            "Megatron-LM shard the policy, which its rollouts (model.generate) and checkpoints "
+                            "do not support yet")
+        # Under a multi-process launcher the update runs through DDP, which averages the gradients.
         self._trained = self.model
         if self.trainer.accelerator.num_processes > 1:
             self._trained = self.trainer.model_wrapped = self.trainer.accelerator.prepare_model(self.model)
