@@ -1,193 +1,29 @@
 """Acceptance tests: hostile candidates gain nothing and leave nothing behind (DESIGN.md §2).
 
-Setup: a tiny problem, ``add(a, b)``, with a few inputs. The expected outputs are the values a correct
-reference returns when it runs through the same engine and isolation level, and every verdict comes
-from ``compare_outputs`` (dataset "humaneval"), as scoring does. Each attack must be judged failed or
-timed out. Afterwards an honest program must still pass ("the harness continues"), and no process of
-the run may survive ("contained").
-
-How survivors are found: ``tempfile.tempdir`` is pointed at a per-test folder, so every worker's
-working directory, and that of anything it forks, lies under it. A survivor is a live, non-zombie
-process that did not exist before the test and either descends from this test process or has its
-working directory under that folder. A bare "cmdline contains worker.py" check would also match
-other people's test runs on this shared machine. The safety net in the fixture only kills
-processes picked out this way, by pid, so it kills only processes this test started.
-"""
+The setup (the ``add`` problem, the ``sandbox`` fixture and its containment checks) is in box.py and
+conftest.py."""
 
 from __future__ import annotations
 
 import errno
 import shutil
 import tempfile
-import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 import codea1_eval.sandbox.compare as compare_module
 from codea1_eval.sandbox.compare import compare_outputs
 from codea1_eval.sandbox.engine import (
-    CRASH, ERROR, LOAD_CRASH, LOAD_ERROR, OK, RETURNED, TIMEOUT, ExecResult, Executor, Program,
-    SandboxLimits, run_program,
+    CRASH, ERROR, LOAD_CRASH, LOAD_ERROR, OK, RETURNED, TIMEOUT, Executor, Program, SandboxLimits,
 )
 from codea1_eval.sandbox.values import Digest, Opaque
 
+from .box import ENTRY, EXPECTED_VALUES, HONEST, INPUTS, ISOLATIONS, TIME_LIMIT, dedent_code
+
 pytestmark = pytest.mark.timeout(90)
-
-HAVE_BWRAP = shutil.which("bwrap") is not None
-ISOLATIONS = [
-    pytest.param("process", id="process"),
-    pytest.param("bwrap", id="bwrap", marks=pytest.mark.skipif(
-        not HAVE_BWRAP, reason="bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")),
-]
-
-ENTRY = "add"
-INPUTS = [(1, 2), (-5, 7), (10**20, 1)]
-EXPECTED_VALUES = [3, 2, 10**20 + 1]
-REFERENCE = "def add(a, b):\n    return a + b\n"
-# Written differently from the reference so the "harness continues" check runs a fresh program.
-HONEST = "def add(a, b):\n    total = 0\n    for term in (a, b):\n        total += term\n    return total\n"
-TIME_LIMIT = 0.5  # per call; generous for add(), and it keeps the timeout attacks short
-SURVIVOR_POLL_S = 2.0
-
-_REFERENCE_OUTPUTS: dict[str, list] = {}
-
-
-def _code(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
-
-
-class Sandbox:
-    """The engine at one isolation level, plus the checks every attack test ends with."""
-
-    def __init__(self, isolation: str, root: Path):
-        self.isolation = isolation
-        self.root = root
-        self.limits = SandboxLimits(isolation=isolation, memory_mb=1024, load_time_limit=5.0)
-        self.before = {p.pid for p in psutil.process_iter()}
-
-    def run(self, code: str, calls=INPUTS, entry: str = ENTRY, time_limit: float = TIME_LIMIT,
-            limits: SandboxLimits | None = None, total: float = 40.0, hidden=()) -> ExecResult:
-        program = Program(code, entry, calls=list(calls), time_limits=[time_limit] * len(calls),
-                          total_time_limit=total)
-        return run_program(program, limits or self.limits, hidden)
-
-    def run_watching(self, code: str, **kwargs) -> tuple[ExecResult, int]:
-        """Run ``code`` while counting this test's live processes; returns (result, peak count)."""
-        peak, done = [0], threading.Event()
-
-        def watch() -> None:
-            while not done.is_set():
-                peak[0] = max(peak[0], len(self.survivors()))
-                done.wait(0.1)
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            return self.run(code, **kwargs), peak[0]
-        finally:
-            done.set()
-            watcher.join()
-
-    def expected(self) -> list:
-        """The reference's outputs, computed through the same engine and isolation (cached)."""
-        if self.isolation not in _REFERENCE_OUTPUTS:
-            result = self.run(REFERENCE)
-            assert result.status == OK
-            assert [c.status for c in result.calls] == [RETURNED] * len(INPUTS)
-            _REFERENCE_OUTPUTS[self.isolation] = [c.value for c in result.calls]
-        return _REFERENCE_OUTPUTS[self.isolation]
-
-    def judge(self, result: ExecResult, calls=INPUTS, expected=None, entry: str = ENTRY) -> list[bool]:
-        expected = self.expected() if expected is None else expected
-        outcomes = [(c.status == RETURNED, c.value) for c in result.calls]
-        return compare_outputs("humaneval", entry, list(calls), list(expected), outcomes, 0.0)
-
-    def survivors(self) -> list[psutil.Process]:
-        """Live processes of this test's runs (see the module docstring)."""
-        found: dict[int, psutil.Process] = {}
-        try:
-            for child in psutil.Process().children(recursive=True):
-                found[child.pid] = child
-        except psutil.Error:
-            pass
-        root = str(self.root)
-        for proc in psutil.process_iter():
-            if proc.pid in self.before or proc.pid in found:
-                continue
-            try:
-                if proc.cwd().startswith(root):
-                    found[proc.pid] = proc
-            except psutil.Error:  # gone, zombie, or unreadable
-                continue
-        alive = []
-        for proc in found.values():
-            try:
-                if proc.pid not in self.before and proc.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(proc)
-            except psutil.Error:
-                pass
-        return alive
-
-    def wait_for_no_survivors(self) -> list[psutil.Process]:
-        deadline = time.monotonic() + SURVIVOR_POLL_S
-        while True:
-            left = self.survivors()
-            if not left or time.monotonic() >= deadline:
-                return left
-            time.sleep(0.05)
-
-    def assert_no_survivors(self) -> None:
-        left = self.wait_for_no_survivors()
-        described = []
-        for proc in left:
-            try:
-                described.append(f"{proc.pid} {proc.status()} {' '.join(proc.cmdline())[:120]}")
-            except psutil.Error:
-                described.append(str(proc.pid))
-        assert described == [], "processes of the run survived it"
-        stray_workers = [p for p in left if "worker.py" in " ".join(_cmdline(p))]
-        assert stray_workers == []
-
-    def assert_honest_passes(self) -> None:
-        result = self.run(HONEST)
-        assert result.status == OK
-        assert [c.status for c in result.calls] == [RETURNED] * len(INPUTS)
-        assert self.judge(result) == [True] * len(INPUTS)
-
-    def assert_contained(self) -> None:
-        """The harness continues (an honest program passes after the attack) and nothing survives."""
-        self.assert_honest_passes()
-        self.assert_no_survivors()
-
-    def kill_leftovers(self) -> None:
-        for proc in self.survivors():
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-
-
-def _cmdline(proc: psutil.Process) -> list[str]:
-    try:
-        return proc.cmdline()
-    except psutil.Error:
-        return []
-
-
-@pytest.fixture(params=ISOLATIONS)
-def sandbox(request, tmp_path, monkeypatch):
-    root = tmp_path / "sbx"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    box = Sandbox(request.param, root)
-    box.expected()  # warm the reference cache outside the timed parts of the tests
-    yield box
-    box.kill_leftovers()  # safety net only; the tests assert there is nothing to kill
 
 
 # --------------------------------------------------------------------------------------------------
@@ -205,7 +41,7 @@ def test_reference_values_and_judging(sandbox):
 # --------------------------------------------------------------------------------------------------
 # Attacks judged from a well-formed run: (id, code, program status, per-call status, error snippet).
 
-ALWAYS_EQUAL = _code("""
+ALWAYS_EQUAL = dedent_code("""
     class Anything:
         def __eq__(self, other): return True
         def __ne__(self, other): return False
@@ -213,7 +49,7 @@ ALWAYS_EQUAL = _code("""
     def add(a, b):
         return Anything()
 """)
-INT_SUBCLASS_ALWAYS_EQUAL = _code("""
+INT_SUBCLASS_ALWAYS_EQUAL = dedent_code("""
     class Sly(int):
         def __eq__(self, other): return True
         def __ne__(self, other): return False
@@ -221,7 +57,7 @@ INT_SUBCLASS_ALWAYS_EQUAL = _code("""
     def add(a, b):
         return Sly(0)
 """)
-LIST_SUBCLASS_ALWAYS_EQUAL = _code("""
+LIST_SUBCLASS_ALWAYS_EQUAL = dedent_code("""
     class Sly(list):
         def __eq__(self, other): return True
         def __ne__(self, other): return False
@@ -232,7 +68,7 @@ EXIT_AT_IMPORT = "exit(0)\ndef add(a, b):\n    return a + b\n"
 OS_EXIT_AT_IMPORT = "import os\nos._exit(0)\ndef add(a, b):\n    return a + b\n"
 EXIT_IN_CALL = "def add(a, b):\n    exit(0)\n"
 OS_EXIT_IN_CALL = "import os\ndef add(a, b):\n    os._exit(0)\n"
-PATCH_BUILTINS_AT_IMPORT = _code("""
+PATCH_BUILTINS_AT_IMPORT = dedent_code("""
     import builtins
     builtins.isinstance = lambda *args: True
     builtins.repr = lambda obj: '3'
@@ -240,14 +76,14 @@ PATCH_BUILTINS_AT_IMPORT = _code("""
     def add(a, b):
         return -1
 """)
-PATCH_BUILTINS_IN_CALL = _code("""
+PATCH_BUILTINS_IN_CALL = dedent_code("""
     import builtins
     def add(a, b):
         builtins.isinstance = lambda *args: True
         builtins.type = lambda *args: int
         return -1
 """)
-PATCH_COMPARISON_HELPERS = _code("""
+PATCH_COMPARISON_HELPERS = dedent_code("""
     import math, operator
     import numpy
     import codea1_eval.sandbox.compare as compare
@@ -264,7 +100,7 @@ PATCH_COMPARISON_HELPERS = _code("""
     def add(a, b):
         return Anything()
 """)
-FAKE_SUCCESS_MARKERS = _code("""
+FAKE_SUCCESS_MARKERS = dedent_code("""
     import os, sys
     def add(a, b):
         print('PASS'); print('All tests passed'); print('{"status": "pass", "passed": true}')
@@ -272,14 +108,14 @@ FAKE_SUCCESS_MARKERS = _code("""
         os.write(1, b'PASSED\\n'); os.write(2, b'ok 1 - all good\\n')
         return None
 """)
-IGNORE_SIGALRM = _code("""
+IGNORE_SIGALRM = dedent_code("""
     import signal
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
     def add(a, b):
         while True:
             pass
 """)
-SWALLOW_SOFT_TIMEOUT = _code("""
+SWALLOW_SOFT_TIMEOUT = dedent_code("""
     def add(a, b):
         while True:
             try:
@@ -289,13 +125,13 @@ SWALLOW_SOFT_TIMEOUT = _code("""
                 pass
 """)
 INFINITE_LOOP = "def add(a, b):\n    while True:\n        pass\n"
-MEMORY_BOMB = _code("""
+MEMORY_BOMB = dedent_code("""
     def add(a, b):
         hoard = []
         while True:
             hoard.append(bytearray(10**8))
 """)
-FORGED_FRAMES_ON_EVERY_FD = _code("""
+FORGED_FRAMES_ON_EVERY_FD = dedent_code("""
     import json, os, struct
     def add(a, b):
         for fd in range(3, 1025):
@@ -309,26 +145,26 @@ FORGED_FRAMES_ON_EVERY_FD = _code("""
 """)
 CLOSE_ALL_FDS_IN_CALL = "import os\ndef add(a, b):\n    os.closerange(3, 1025)\n    return a + b\n"
 CLOSE_ALL_FDS_AT_IMPORT = "import os\nos.closerange(3, 1025)\ndef add(a, b):\n    return a + b\n"
-REPR_RAISES = _code("""
+REPR_RAISES = dedent_code("""
     class Ugly:
         def __repr__(self): raise RuntimeError('no repr for you')
     def add(a, b):
         return Ugly()
 """)
-REPR_RAISES_SYSTEMEXIT = _code("""
+REPR_RAISES_SYSTEMEXIT = dedent_code("""
     class Ugly:
         def __repr__(self): raise SystemExit(0)
     def add(a, b):
         return Ugly()
 """)
-REPR_EXITS_PROCESS = _code("""
+REPR_EXITS_PROCESS = dedent_code("""
     import os
     class Ugly:
         def __repr__(self): os._exit(0)
     def add(a, b):
         return Ugly()
 """)
-EXCEPTION_STR_RAISES = _code("""
+EXCEPTION_STR_RAISES = dedent_code("""
     class Nasty(Exception):
         def __str__(self): raise RuntimeError('no str either')
     def add(a, b):
@@ -423,7 +259,7 @@ def test_pool_runs_attacks_next_to_honest_programs(sandbox):
 # --------------------------------------------------------------------------------------------------
 # Process containment.
 
-FORK_STORM = _code("""
+FORK_STORM = dedent_code("""
     import os, time
     STORMED = []
     def add(a, b):
@@ -436,7 +272,7 @@ FORK_STORM = _code("""
         time.sleep(300)
 """)
 
-DAEMONIZE = _code("""
+DAEMONIZE = dedent_code("""
     import os, time
     def add(a, b):
         middle = os.fork()
@@ -522,7 +358,7 @@ def test_long_c_level_computation_times_out_within_the_hard_deadline(sandbox, co
 
 
 def test_ten_megabytes_of_output_does_not_break_the_harness(sandbox):
-    code = _code("""
+    code = dedent_code("""
         import os, sys
         def add(a, b):
             print('x' * 10**7)
@@ -548,7 +384,7 @@ BIG_HACKS = [
     pytest.param("def big(n):\n    r = list(range(n))\n    r[-1] = -1\n    return r\n", id="last-element-wrong"),
     pytest.param("def big(n):\n    return list(range(n - 1))\n", id="one-short"),
     pytest.param("def big(n):\n    return tuple(range(n))\n", id="tuple-not-list"),
-    pytest.param(_code("""
+    pytest.param(dedent_code("""
         class Sly(list):
             def __eq__(self, other): return True
             def __ne__(self, other): return False
@@ -556,7 +392,7 @@ BIG_HACKS = [
         def big(n):
             return Sly(range(n - 1))
     """), id="list-subclass-lying-repr"),
-    pytest.param(_code("""
+    pytest.param(dedent_code("""
         class Sly(list):
             pass
         Sly.__module__, Sly.__qualname__ = 'builtins', 'list'
@@ -618,7 +454,7 @@ def _big_pair(sandbox, reference: str, candidate: str, calls=((0,),)) -> tuple:
 @pytest.mark.parametrize("sandbox", ["process"], indirect=True)
 def test_huge_wrong_numpy_array_does_not_match_the_reference_digest(sandbox):
     reference = "import numpy as np\ndef big(n):\n    return np.arange(10**6).reshape(1000, 1000).T\n"
-    candidate = _code("""
+    candidate = dedent_code("""
         import numpy as np
         def big(n):
             a = np.arange(10**6).reshape(1000, 1000)
@@ -643,7 +479,7 @@ def test_huge_equal_dict_in_another_order_matches_the_reference_digest(sandbox):
 # --------------------------------------------------------------------------------------------------
 # Known holes (bugs): each test asserts the correct behaviour and is xfail(strict) until fixed.
 
-DIGESTING_FORGERY = _code("""
+DIGESTING_FORGERY = dedent_code("""
     import json, os, signal, struct, sys, time
     def add(a, b):
         frame = sys._getframe(1)
@@ -668,7 +504,7 @@ def test_forged_digesting_frame_does_not_extend_the_deadline(sandbox):
     assert sandbox.judge(result, calls=INPUTS[:1], expected=EXPECTED_VALUES[:1]) == [False]
 
 
-FORGED_BAD_VALUE = _code("""
+FORGED_BAD_VALUE = dedent_code("""
     import os, struct, sys
     PAYLOAD = {payload!r}
     def add(a, b):
@@ -712,7 +548,7 @@ BWRAP_ONLY = pytest.mark.parametrize("sandbox", ISOLATIONS[1:], indirect=True)
 @BWRAP_ONLY
 def test_bwrap_root_is_read_only(sandbox):
     probe = PROBE_DIR / f"_sandbox_probe_{uuid.uuid4().hex}.py"
-    code = _code(f"""
+    code = dedent_code(f"""
         def add(a, b):
             try:
                 with open({str(probe)!r}, 'x') as handle:
@@ -732,7 +568,7 @@ def test_bwrap_root_is_read_only(sandbox):
 
 @BWRAP_ONLY
 def test_bwrap_has_no_network(sandbox):
-    code = _code("""
+    code = dedent_code("""
         import socket
         def add(a, b):
             try:

@@ -1,0 +1,264 @@
+"""The threat model of each isolation level, as claims that a probe program checks on this machine.
+
+Every ``Claim`` names a resource, an attack, and for each level whether that level contains it. A
+claim's probe is a candidate program (``def f(x)``) run through the engine; its ``observe`` function
+looks at the result and at the world outside the sandbox and says whether the attack was contained.
+A claim holds when what was observed equals what is documented, in both directions: an attack that
+is documented as not contained but turns out contained is a documentation error too.
+``codea1-eval sandbox selftest`` runs every claim and prints the table; README's table is this list.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from codea1_eval.sandbox.compare import compare_outputs
+from codea1_eval.sandbox.engine import RETURNED, TIMEOUT, ExecResult, Program, SandboxLimits, run_program
+
+EXPECTED = 43  # the honest answer to f(42); an attack that is judged passing has fooled the harness
+PROBE_TIME_LIMIT = 1.0
+PROBE_LIMITS = dict(memory_mb=1024, file_size_mb=8, load_time_limit=5.0)
+
+
+@dataclass
+class World:
+    """What exists outside the sandbox while the probes run: the targets of the escape attempts."""
+
+    root: Path
+    outside_file: Path
+    hidden_dir: Path
+    secret_file: Path
+    listener: socket.socket
+    bystander: subprocess.Popen
+    workdirs: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.workdirs = self.root / "workdirs"
+        self.workdirs.mkdir()
+
+    @property
+    def port(self) -> int:
+        return self.listener.getsockname()[1]
+
+    @classmethod
+    def create(cls) -> "World":
+        # Not under /tmp: bubblewrap gives the sandbox its own /tmp, which would hide the targets.
+        root = Path(tempfile.mkdtemp(prefix="codea1-selftest-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+        hidden = root / "dataset"
+        hidden.mkdir()
+        secret = hidden / "reference_solution.py"
+        secret.write_text("SECRET = 'expected outputs'\n")
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return cls(root, root / "outside.txt", hidden, secret, listener, bystander)
+
+    def close(self) -> None:
+        self.listener.close()
+        if self.bystander.poll() is None:
+            self.bystander.kill()
+        self.bystander.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One line of the threat model: ``contained[level]`` is what the documentation promises."""
+
+    resource: str
+    attack: str
+    contained: dict[str, bool]
+    probe: Callable[[World], str]
+    observe: Callable[[ExecResult, World], bool]
+    time_limit: float = PROBE_TIME_LIMIT
+
+    def program(self, world: World) -> Program:
+        return Program(self.probe(world), "f", calls=[(42,)], time_limits=[self.time_limit], total_time_limit=60)
+
+
+def fooled(result: ExecResult) -> bool:
+    """Whether the harness judged the probe's answer correct (it never should be)."""
+    call = result.calls[0]
+    return compare_outputs("humaneval", "f", [(42,)], [EXPECTED], [(call.status == RETURNED, call.value)], 0.0)[0]
+
+
+def _returned(result: ExecResult):
+    call = result.calls[0]
+    return call.value if call.status == RETURNED else None
+
+
+def _timed_out(result: ExecResult, world: World) -> bool:
+    return result.calls[0].status == TIMEOUT
+
+
+def _judged_failed(result: ExecResult, world: World) -> bool:
+    return not fooled(result)
+
+
+def _memory_error(result: ExecResult, world: World) -> bool:
+    return (result.calls[0].error or "").startswith("MemoryError")
+
+
+def _no_process_left(result: ExecResult, world: World) -> bool:
+    time.sleep(0.2)
+    for process in psutil.process_iter():
+        try:
+            if process.cwd().startswith(str(world.workdirs)):
+                return False
+        except psutil.Error:
+            continue
+    return True
+
+
+def _file_size_refused(result: ExecResult, world: World) -> bool:
+    return _returned(result) == "EFBIG"
+
+
+def _workdir_emptied(result: ExecResult, world: World) -> bool:
+    left = _returned(result)
+    return isinstance(left, str) and not Path(left).exists()
+
+
+def _outside_unchanged(result: ExecResult, world: World) -> bool:
+    written = world.outside_file.exists()
+    world.outside_file.unlink(missing_ok=True)
+    return not written
+
+
+def _secret_unread(result: ExecResult, world: World) -> bool:
+    return _returned(result) != world.secret_file.read_text()
+
+
+def _no_connection(result: ExecResult, world: World) -> bool:
+    world.listener.settimeout(0.2)
+    try:
+        connection, _ = world.listener.accept()
+    except OSError:
+        return _returned(result) != "connected"
+    connection.close()
+    return False
+
+
+def _bystander_alive(result: ExecResult, world: World) -> bool:
+    try:
+        world.bystander.wait(0.2)
+    except subprocess.TimeoutExpired:
+        return True
+    world.bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return False
+
+
+BOTH = {"process": True, "bwrap": True}
+BWRAP_ONLY = {"process": False, "bwrap": True}
+
+CLAIMS: list[Claim] = [
+    Claim("time", "infinite Python loop", BOTH,
+          lambda w: "def f(x):\n    while True:\n        pass\n", _timed_out),
+    Claim("time", "SIGALRM ignored, then a loop", BOTH,
+          lambda w: "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                    "def f(x):\n    while True:\n        pass\n", _timed_out),
+    Claim("time", "C loop that never checks signals (pbkdf2)", BOTH,
+          lambda w: "import hashlib\ndef f(x):\n    return hashlib.pbkdf2_hmac('sha256', b'x', b'y', 10**9)\n",
+          _timed_out),
+    Claim("memory", "4 GB allocation (limit 1 GiB)", BOTH,
+          lambda w: "def f(x):\n    return len(bytearray(4 * 10**9))\n", _memory_error),
+    Claim("processes", "fork storm of 40 sleepers", BOTH,
+          lambda w: "import os, time\ndef f(x):\n    for _ in range(40):\n        if os.fork() == 0:\n"
+                    "            time.sleep(300)\n            os._exit(0)\n    time.sleep(300)\n",
+          _no_process_left),
+    Claim("processes", "double-forked setsid daemon", BOTH,
+          lambda w: "import os, time\ndef f(x):\n    if os.fork() == 0:\n        if os.fork() == 0:\n"
+                    "            os.setsid()\n            time.sleep(300)\n        os._exit(0)\n"
+                    "    time.sleep(0.3)\n    return -1\n",
+          _no_process_left),
+    Claim("processes", "SIGKILL a process outside the sandbox", BWRAP_ONLY,
+          lambda w: f"import os, signal\ndef f(x):\n    try:\n        os.kill({w.bystander.pid}, signal.SIGKILL)\n"
+                    "    except OSError as exc:\n        return exc.errno\n    return 'killed'\n",
+          _bystander_alive),
+    Claim("files", "file above the size limit (8 MiB)", BOTH,
+          lambda w: "import errno\ndef f(x):\n    try:\n        with open('big', 'wb') as out:\n"
+                    "            out.write(b'0' * (9 * 2**20))\n    except OSError as exc:\n"
+                    "        return errno.errorcode[exc.errno]\n    return 'written'\n",
+          _file_size_refused),
+    Claim("files", "files left in the working directory", BOTH,
+          lambda w: "import os\ndef f(x):\n    open('left.txt', 'w').write('x')\n"
+                    "    return os.path.abspath('left.txt')\n",
+          _workdir_emptied),
+    Claim("files", "write a file outside the working directory", BWRAP_ONLY,
+          lambda w: f"def f(x):\n    try:\n        open({str(w.outside_file)!r}, 'w').write('pwned')\n"
+                    "    except OSError as exc:\n        return exc.errno\n    return 'written'\n",
+          _outside_unchanged),
+    Claim("files", "read the hidden dataset folder", BWRAP_ONLY,
+          lambda w: f"def f(x):\n    try:\n        return open({str(w.secret_file)!r}).read()\n"
+                    "    except OSError as exc:\n        return exc.errno\n",
+          _secret_unread),
+    Claim("network", "TCP connect to a loopback listener", BWRAP_ONLY,
+          lambda w: f"import socket\ndef f(x):\n    try:\n        socket.create_connection(('127.0.0.1', {w.port}),"
+                    " timeout=0.5).close()\n    except OSError as exc:\n        return exc.errno\n"
+                    "    return 'connected'\n",
+          _no_connection),
+    Claim("verdict", "object whose __eq__ is always true", BOTH,
+          lambda w: "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return A()\n",
+          _judged_failed),
+    Claim("verdict", "forged result frames on every fd", BOTH,
+          lambda w: "import os, json, struct\ndef f(x):\n    for forged in ({'k': 'call', 'i': 0, 's': 'ok', "
+                    "'v': 'PASS'}, {'k': 'verdict', 'passed': True}):\n        frame = json.dumps(forged).encode()\n"
+                    "        for fd in range(3, 64):\n            try:\n"
+                    "                os.write(fd, struct.pack('>I', len(frame)) + frame)\n"
+                    "            except OSError:\n                pass\n    return -1\n",
+          _judged_failed),
+    Claim("verdict", "os._exit(0) in the call", BOTH,
+          lambda w: "import os\ndef f(x):\n    os._exit(0)\n", _judged_failed),
+]
+
+
+@dataclass
+class ClaimResult:
+    claim: Claim
+    level: str
+    contained: bool
+    detail: str
+    seconds: float
+
+    @property
+    def holds(self) -> bool:
+        return self.contained == self.claim.contained[self.level]
+
+
+def check_claims(level: str, claims: list[Claim] = CLAIMS) -> list[ClaimResult]:
+    """Run every claim's probe at isolation ``level``; each result says whether the claim holds."""
+    limits = SandboxLimits(isolation=level, **PROBE_LIMITS)
+    world = World.create()
+    previous_tempdir = tempfile.tempdir
+    tempfile.tempdir = str(world.workdirs)  # worker dirs go here, so stray processes are found by cwd
+    results = []
+    try:
+        for claim in claims:
+            started = time.monotonic()
+            result = run_program(claim.program(world), limits, hidden=[world.hidden_dir])
+            seconds = time.monotonic() - started
+            contained = claim.observe(result, world) and not fooled(result)
+            call = result.calls[0]
+            detail = f"{call.status}: {call.value!r}"[:60] if call.status == RETURNED else \
+                f"{call.status}: {call.error or ''}"[:60]
+            results.append(ClaimResult(claim, level, contained, detail, seconds))
+    finally:
+        tempfile.tempdir = previous_tempdir
+        world.close()
+    return results
+
+
+def available_levels() -> list[str]:
+    """The isolation levels this machine can run (bwrap needs bubblewrap installed)."""
+    return ["process"] + (["bwrap"] if shutil.which("bwrap") and os.name == "posix" else [])
