@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ SPLIT_HELP = "BigCodeBench prompt: complete (default) | instruct."
 SUBSET_HELP = "BigCodeBench tasks: full (default) | stdlib (declared libraries all in the standard library)."
 EXECUTOR_HELP = ("Where candidates run: local (this machine's workers) | ray (Ray cluster: ray, ray:HOST:PORT "
                  "or ray://HOST:PORT; results equal local's).")
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
 
 
@@ -320,6 +322,12 @@ def main() -> None:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            raise
+        print(f"error: cannot write {exc.filename or 'the results'}: {exc.strerror}; what was written before "
+              "is kept: free space and rerun the same command to resume", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         print("interrupted: finished work is saved; rerun the same command to resume", file=sys.stderr)
         sys.exit(130)

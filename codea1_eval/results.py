@@ -39,25 +39,25 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
+    """Write ``text`` to ``path`` via a temp file in the same folder and a rename; if the write fails
+    (a full disk), the temp file is removed and ``path`` keeps its previous content."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
                                      encoding="utf-8") as tmp:
-        tmp.write(text)
-        tmp.flush()
-        os.fsync(tmp.fileno())
+        try:
+            tmp.write(text)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
     os.replace(tmp.name, path)
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[dict]) -> None:
     """Write a whole JSONL file atomically."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        for record in records:
-            tmp.write(json.dumps(record, default=str) + "\n")
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    os.replace(tmp.name, path)
+    write_text_atomic(path, "".join(json.dumps(record, default=str) + "\n" for record in records))
 
 
 def read_jsonl(path: Path) -> Iterator[dict]:

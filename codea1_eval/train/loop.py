@@ -27,6 +27,7 @@ from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
 from codea1_eval.sandbox import Executor
+from codea1_eval.train import checkpoints
 from codea1_eval.train.data import TrainProblem, load_train_problems
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
                                            parameters_digest)
@@ -130,6 +131,8 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     if ranks.is_main:  # opens (or checks) the run dir and drops records of steps after the last checkpoint
         run = RunDir(out, "train", config.identity())
         state = _state(run)
+        for directory in _checkpoint_dirs(plans):
+            checkpoints.recover(run.file(directory), state["step"])
         for name in (LOG, ROLLOUTS):
             write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= state["step"]])
         run.write_manifest({"status": "running", **facts})
@@ -171,15 +174,29 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                     log.write(json.dumps(last) + "\n")
             if step % config.save_every == 0 or step == config.steps:
                 if ranks.is_main:
-                    for plan in plans:
-                        for directory in plan.saved_as:
-                            policies[plan.role].save(run.file(directory))
-                    write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
+                    _save_checkpoint(run, plans, policies, step, book)
                 ranks.barrier()
             advance(1)
     if ranks.is_main:
         run.write_manifest({"status": "complete", **facts})
     return last
+
+
+def _checkpoint_dirs(plans: list[PolicyPlan]) -> list[str]:
+    return [directory for plan in plans for directory in plan.saved_as]
+
+
+def _save_checkpoint(run: RunDir, plans: list[PolicyPlan], policies: dict[str, Any], step: int,
+                     book: MistakeBook) -> None:
+    """Stage every policy's checkpoint, commit the step in ``state.json``, then swap the staged ones in."""
+    for plan in plans:
+        for directory in plan.saved_as:
+            staged = checkpoints.staging(run.file(directory))
+            policies[plan.role].save(staged)
+            checkpoints.mark_step(staged, step)
+    write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
+    for directory in _checkpoint_dirs(plans):
+        checkpoints.swap_in(run.file(directory))
 
 
 def _state(run: RunDir) -> dict[str, Any]:

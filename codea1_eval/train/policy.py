@@ -17,13 +17,14 @@ torch, transformers and TRL are imported inside the methods, so importing this m
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from codea1_eval.errors import UserError
 
-OPTIMIZER_STATE = "optimizer.pt"
+OPTIMIZER_STATE, SCHEDULER_STATE = "optimizer.pt", "scheduler.pt"
 SHARDED_LAUNCHES = ("DEEPSPEED", "FSDP", "MEGATRON_LM")
 
 
@@ -107,6 +108,9 @@ class Policy:
         optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
         if optimizer_state.is_file():
             self.trainer.optimizer.load_state_dict(torch.load(optimizer_state, weights_only=True))
+        scheduler_state = Path(checkpoint) / SCHEDULER_STATE
+        if scheduler_state.is_file():
+            self.trainer.lr_scheduler.load_state_dict(torch.load(scheduler_state, weights_only=True))
 
     def _rollout(self, prompts: list, trainer: Any) -> dict[str, Any]:
         rollouts, rewards = self._pending.pop(0)
@@ -178,24 +182,16 @@ class Policy:
         return {"loss": float(loss), "grad_norm": float(grad_norm), "kl": float(kl)}
 
     def save(self, directory: Path) -> None:
-        """A normal Hugging Face checkpoint (weights, config, tokenizer) plus the optimizer state; written
-        to a temporary directory and swapped in, so a crash never leaves half a checkpoint."""
-        import shutil
-
+        """A normal Hugging Face checkpoint (weights, config, tokenizer) plus the optimizer and learning-rate
+        scheduler states, written into ``directory`` (``train.checkpoints`` stages and commits it)."""
         import torch
 
         directory = Path(directory)
-        staging = directory.with_name(directory.name + ".saving")
-        shutil.rmtree(staging, ignore_errors=True)
-        self.model.save_pretrained(staging)
-        self.tokenizer.save_pretrained(staging)
-        torch.save(self.trainer.optimizer.state_dict(), staging / OPTIMIZER_STATE)
-        previous = directory.with_name(directory.name + ".previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        if directory.exists():
-            os.replace(directory, previous)
-        os.replace(staging, directory)
-        shutil.rmtree(previous, ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        torch.save(self.trainer.optimizer.state_dict(), directory / OPTIMIZER_STATE)
+        torch.save(self.trainer.lr_scheduler.state_dict(), directory / SCHEDULER_STATE)
 
 
 ROLLOUT_ENGINES = ("hf", "vllm")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -17,6 +20,10 @@ pytestmark = pytest.mark.slow
 LOG_FIELDS = {"step", "code_reward", "test_reward", "r_val", "r_adv", "valid_test_ratio", "mistake_book_size",
               "history_pass_rate", "topvar_std", "code_kl", "test_kl", "code_loss", "test_loss", "code_grad_norm",
               "test_grad_norm", "step_seconds"}
+
+
+TRAIN_ARGS = ("--coder", "smollm2", "--tester", "smollm2", "--steps", "3", "-M", "4", "-N", "2", "--max-new-tokens",
+              "128", "--questions-per-step", "1", "--temperature", "0.7")
 
 
 def _cli(*args, env=None):
@@ -38,9 +45,7 @@ def trained(tmp_path_factory):
     out = root / "out"
     # At the reference T = 1.0 the 135M tester wrote no valid assert for a defining code in 24 suites
     # (measured), so every advantage was 0; at T = 0.7 rewards differ within groups from the first step.
-    result = _cli("train", "--coder", "smollm2", "--tester", "smollm2", "--data", str(data), "--steps", "3",
-                  "-M", "4", "-N", "2", "--max-new-tokens", "128", "--questions-per-step", "1",
-                  "--temperature", "0.7", "--out", str(out))
+    result = _cli("train", *TRAIN_ARGS, "--data", str(data), "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     return out, data
 
@@ -62,6 +67,36 @@ def test_train_writes_checkpoints_book_and_log(trained):
     for record, line in zip(records, log):
         assert len(record["codes"]) == 4 and all(len(code["suites"]) == 2 for code in record["codes"])
         assert line["code_reward"] == pytest.approx(sum(c["reward"] for c in record["codes"]) / 4, abs=1e-6)
+
+
+def test_run_killed_after_a_checkpoint_resumes_to_the_same_weights_and_log(trained, tmp_path):
+    """SIGKILL once step 1 is committed, rerun: bit-identical weights, log and Mistake Book to the
+    uninterrupted run, and no step counted twice. (Runs before the next test extends ``trained``.)"""
+    fresh, data = trained
+    run = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "codea1_eval", "train", *TRAIN_ARGS, "--data", str(data), "--out", str(run)]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not ((run / "state.json").is_file() and json.loads((run / "state.json").read_text())["step"] >= 1):
+        assert process.poll() is None, "the run finished before it could be killed"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert json.loads((run / "state.json").read_text())["step"] == 1
+    result = _cli("train", *TRAIN_ARGS, "--data", str(data), "--out", str(run))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    log, fresh_log = list(read_jsonl(run / "train_log.jsonl")), list(read_jsonl(fresh / "train_log.jsonl"))
+    assert [line["step"] for line in log] == [1, 2, 3]
+    assert any(line["code_grad_norm"] > 0 for line in log)  # the weights really moved
+    assert [_without_time(line) for line in log] == [_without_time(line) for line in fresh_log]
+    for role in ("code", "test"):
+        assert _max_difference(run / role, fresh / role) == 0
+        assert not (run / f"{role}.saving").exists() and not (run / f"{role}.previous").exists()
+    assert json.loads((run / "mistake_book.json").read_text()) == json.loads((fresh / "mistake_book.json").read_text())
+
+
+def _without_time(line: dict) -> dict:
+    return {k: v for k, v in line.items() if k != "step_seconds"}
 
 
 def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
