@@ -26,6 +26,7 @@ SUBSET_HELP = "BigCodeBench tasks: full (default) | stdlib (declared libraries a
 EXECUTOR_HELP = ("Where candidates run: local (this machine's workers) | ray (Ray cluster: ray, ray:HOST:PORT "
                  "or ray://HOST:PORT; results equal local's).")
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+INTERRUPTED = 130  # the exit status of a run stopped by Ctrl-C
 DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
 
 
@@ -319,6 +320,10 @@ def main() -> None:
     """Console entry point: user errors become one line on stderr and exit status 2."""
     try:
         app()
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED:  # Typer turns Ctrl-C into this exit status without a word
+            print("interrupted: finished work is saved; rerun the same command to resume", file=sys.stderr)
+        raise
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -328,6 +333,4 @@ def main() -> None:
         print(f"error: cannot write {exc.filename or 'the results'}: {exc.strerror}; what was written before "
               "is kept: free space and rerun the same command to resume", file=sys.stderr)
         sys.exit(1)
-    except KeyboardInterrupt:
-        print("interrupted: finished work is saved; rerun the same command to resume", file=sys.stderr)
-        sys.exit(130)
+

@@ -162,9 +162,12 @@ class RunDir:
                         f"{', '.join(changed) or 'command'}); use another --out or pass --overwrite."
                     )
                 shutil.rmtree(self.path)
-        elif self.path.exists() and any(self.path.iterdir()) and not overwrite:
+        elif self.path.exists() and not (self.path.is_dir() and not any(self.path.iterdir())) and not overwrite:
             raise UserError(f"{self.path} exists and is not a codea1-eval run dir; use another --out.")
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create the run dir {self.path}: {exc.strerror}; use another --out.") from None
         self.resumed = manifest_path.is_file()
         self.command = command
         # Facts an earlier session recorded (e.g. which model generated) survive a resume's rewrites.

@@ -36,6 +36,7 @@ from codea1_eval.errors import UserError
 
 DATA_FILE = "BigCodeBench-v0.1.2.jsonl"
 HARD_IDS_FILE = "BigCodeBench-Hard-task_ids.txt"
+TASKS = 1140  # in v0.1.2
 SPLITS = ("complete", "instruct")
 SUBSETS = ("full", "stdlib")
 INSTRUCTION_PREFIX = ("Please provide a self-contained Python script that solves the following problem in a "
@@ -149,6 +150,10 @@ def _read_rows(path: Path) -> list[dict]:
                     raise KeyError(f"{row.get('task_id', '?')} has no {field}")
     except (OSError, ValueError, KeyError, EOFError) as exc:
         raise UserError(f"{path} is not a valid BigCodeBench file: {type(exc).__name__}: {exc}") from None
+    expected = [f"BigCodeBench/{i}" for i in range(TASKS)]
+    if [row["task_id"] for row in rows] != expected:
+        raise UserError(f"{path} has {len(rows)} tasks, not BigCodeBench/0 to BigCodeBench/{TASKS - 1} in order: "
+                        "the file is truncated or not BigCodeBench v0.1.2")
     return rows
 
 

@@ -12,6 +12,7 @@ from codea1_eval.errors import UserError
 
 HUMANEVAL_PLUS_VERSION = "v0.1.10"
 MBPP_PLUS_VERSION = "v0.2.0"
+RELEASE_TASKS = {"HumanEval+": 164, "MBPP+": 378}
 
 
 def _evalplus_download(name: str, version: str, mini: bool):
@@ -26,6 +27,8 @@ def _evalplus_download(name: str, version: str, mini: bool):
 
 
 def _read_tasks(path: Path, label: str) -> list[dict]:
+    """The tasks of an evalplus file, checked complete: evalplus' own check, which a file cut between
+    two tasks passes, and the task count of the release."""
     from evalplus.data.utils import completeness_check, stream_jsonl
 
     try:
@@ -33,6 +36,9 @@ def _read_tasks(path: Path, label: str) -> list[dict]:
         completeness_check(label, tasks)
     except (OSError, ValueError, KeyError, AssertionError, EOFError) as exc:
         raise UserError(f"{path} is not a valid {label} file: {type(exc).__name__}: {exc}") from None
+    if len(tasks) != RELEASE_TASKS[label]:
+        raise UserError(f"{path} has {len(tasks)} tasks, {label} has {RELEASE_TASKS[label]}: the file is truncated "
+                        "or not the supported release")
     return list(tasks.values())
 
 

@@ -27,6 +27,7 @@ from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
 from codea1_eval.errors import UserError
 
 ULT_LITE_FILE = "ULT_Lite.jsonl"
+ULT_LITE_TASKS = 200
 ULT_FILE = "ULT.jsonl"
 FIXED_SAMPLE_FILE = "fixed_sample_10pct.json"
 _FIELDS = ("task_id", "func_name", "code", "prompt")
@@ -92,15 +93,17 @@ def _problem(task: dict, path: Path) -> Problem:
     )
 
 
-def _load(name: str, filename: str, data_dir: Path | None, download=None) -> Benchmark:
+def _load(name: str, filename: str, data_dir: Path | None, download=None, tasks: int | None = None) -> Benchmark:
     path = resolve_data_file(filename, "ult", data_dir, download=download)
     problems = [_problem(task, path) for task in _read_tasks(path)]
+    if tasks is not None and len(problems) != tasks:
+        raise UserError(f"{path} has {len(problems)} tasks, {name} has {tasks}: the file is truncated or another file")
     return Benchmark(name, "ult", problems, str(path), file_sha256(path))
 
 
 def load_ult_lite(data_dir: Path | None = None) -> Benchmark:
     """ULT Lite: 200 reference functions (ULT_Lite.jsonl)."""
-    return _load("ult-lite", ULT_LITE_FILE, data_dir)
+    return _load("ult-lite", ULT_LITE_FILE, data_dir, tasks=ULT_LITE_TASKS)
 
 
 def _no_download() -> str:

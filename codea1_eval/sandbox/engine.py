@@ -442,11 +442,15 @@ class Executor:
         return run_program(program, self.limits, self.hidden)
 
     def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
-        """Run programs concurrently; yield (input index, result) as each one finishes."""
-        with ThreadPoolExecutor(self.parallel) as pool:
+        """Run programs concurrently; yield (input index, result) as each one finishes. If the caller
+        stops early (an error, Ctrl-C), programs not yet started are cancelled, not run for nothing."""
+        pool = ThreadPoolExecutor(self.parallel)
+        try:
             futures = {pool.submit(self.run, p): i for i, p in enumerate(programs)}
             for future in as_completed(futures):
                 yield futures[future], future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def map(self, programs: Iterable[Program]) -> list[ExecResult]:
         """Run programs concurrently; return results in input order."""
