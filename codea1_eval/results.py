@@ -162,7 +162,7 @@ class RunDir:
                         f"{', '.join(changed) or 'command'}); use another --out or pass --overwrite."
                     )
                 shutil.rmtree(self.path)
-        elif self.path.exists() and not (self.path.is_dir() and not any(self.path.iterdir())) and not overwrite:
+        elif self.path.exists() and not overwrite and (not self.path.is_dir() or any(self.path.iterdir())):
             raise UserError(f"{self.path} exists and is not a codea1-eval run dir; use another --out.")
         try:
             self.path.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
-from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
+from codea1_eval.benchmarks.data import file_sha256, require_release_size, resolve_data_file
 from codea1_eval.benchmarks.harness import Harness
 from codea1_eval.errors import UserError
 
@@ -150,10 +150,7 @@ def _read_rows(path: Path) -> list[dict]:
                     raise KeyError(f"{row.get('task_id', '?')} has no {field}")
     except (OSError, ValueError, KeyError, EOFError) as exc:
         raise UserError(f"{path} is not a valid BigCodeBench file: {type(exc).__name__}: {exc}") from None
-    expected = [f"BigCodeBench/{i}" for i in range(TASKS)]
-    if [row["task_id"] for row in rows] != expected:
-        raise UserError(f"{path} has {len(rows)} tasks, not BigCodeBench/0 to BigCodeBench/{TASKS - 1} in order: "
-                        "the file is truncated or not BigCodeBench v0.1.2")
+    require_release_size(path, "BigCodeBench v0.1.2", len(rows), TASKS)
     return rows
 
 

@@ -19,6 +19,14 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def require_release_size(path: Path, name: str, found: int, expected: int) -> None:
+    """Refuse a data file holding another number of tasks than the release: a file cut between two
+    records parses cleanly, so counting is what tells a truncated file."""
+    if found != expected:
+        raise UserError(f"{path} has {found} tasks, {name} has {expected}: the file is truncated or not the "
+                        "supported release")
+
+
 def _candidates(folder: Path, subfolder: str, filename: str) -> list[Path]:
     names = [filename, filename + ".gz"]
     return [folder / subfolder / name for name in names] + [folder / name for name in names]

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
-from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
+from codea1_eval.benchmarks.data import file_sha256, require_release_size, resolve_data_file
 from codea1_eval.errors import UserError
 
 HUMANEVAL_PLUS_VERSION = "v0.1.10"
@@ -27,8 +27,8 @@ def _evalplus_download(name: str, version: str, mini: bool):
 
 
 def _read_tasks(path: Path, label: str) -> list[dict]:
-    """The tasks of an evalplus file, checked complete: evalplus' own check, which a file cut between
-    two tasks passes, and the task count of the release."""
+    """The tasks of an evalplus file, checked complete: evalplus' own check (task ids in sequence, which a
+    file cut between two tasks passes) and the task count of the release."""
     from evalplus.data.utils import completeness_check, stream_jsonl
 
     try:
@@ -36,9 +36,7 @@ def _read_tasks(path: Path, label: str) -> list[dict]:
         completeness_check(label, tasks)
     except (OSError, ValueError, KeyError, AssertionError, EOFError) as exc:
         raise UserError(f"{path} is not a valid {label} file: {type(exc).__name__}: {exc}") from None
-    if len(tasks) != RELEASE_TASKS[label]:
-        raise UserError(f"{path} has {len(tasks)} tasks, {label} has {RELEASE_TASKS[label]}: the file is truncated "
-                        "or not the supported release")
+    require_release_size(path, label, len(tasks), RELEASE_TASKS[label])
     return list(tasks.values())
 
 

@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
-from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
+from codea1_eval.benchmarks.data import file_sha256, require_release_size, resolve_data_file
 from codea1_eval.errors import UserError
 
 ULT_LITE_FILE = "ULT_Lite.jsonl"
@@ -96,8 +96,8 @@ def _problem(task: dict, path: Path) -> Problem:
 def _load(name: str, filename: str, data_dir: Path | None, download=None, tasks: int | None = None) -> Benchmark:
     path = resolve_data_file(filename, "ult", data_dir, download=download)
     problems = [_problem(task, path) for task in _read_tasks(path)]
-    if tasks is not None and len(problems) != tasks:
-        raise UserError(f"{path} has {len(problems)} tasks, {name} has {tasks}: the file is truncated or another file")
+    if tasks is not None:
+        require_release_size(path, name, len(problems), tasks)
     return Benchmark(name, "ult", problems, str(path), file_sha256(path))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.threat_model import ClaimResult, available_levels, check_claims
 
 
@@ -9,8 +10,6 @@ def selftest_levels(isolation: str) -> list[str]:
     """The levels ``--isolation`` names: one level, or ``all`` for every level this machine has."""
     if isolation == "all":
         return available_levels()
-    from codea1_eval.sandbox.isolation import make_isolation
-
     make_isolation(isolation)  # unknown level or missing bwrap: one clear error
     return [isolation]
 

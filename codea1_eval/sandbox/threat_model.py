@@ -10,12 +10,13 @@ is documented as not contained but turns out contained is a documentation error 
 
 from __future__ import annotations
 
+import errno
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -39,11 +40,11 @@ class World:
     secret_file: Path
     listener: socket.socket
     bystander: subprocess.Popen
-    workdirs: Path = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.workdirs = self.root / "workdirs"
-        self.workdirs.mkdir()
+    @property
+    def workdirs(self) -> Path:
+        """Where the probes' worker dirs go, so processes they leave are found by their cwd."""
+        return self.root / "workdirs"
 
     @property
     def port(self) -> int:
@@ -53,6 +54,7 @@ class World:
     def create(cls) -> "World":
         # Not under /tmp: bubblewrap gives the sandbox its own /tmp, which would hide the targets.
         root = Path(tempfile.mkdtemp(prefix="codea1-selftest-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+        (root / "workdirs").mkdir()
         hidden = root / "dataset"
         hidden.mkdir()
         secret = hidden / "reference_solution.py"
@@ -80,10 +82,17 @@ class Claim:
     contained: dict[str, bool]
     probe: Callable[[World], str]
     observe: Callable[[ExecResult, World], bool]
-    time_limit: float = PROBE_TIME_LIMIT
 
     def program(self, world: World) -> Program:
-        return Program(self.probe(world), "f", calls=[(42,)], time_limits=[self.time_limit], total_time_limit=60)
+        return Program(self.probe(world), "f", calls=[(42,)], time_limits=[PROBE_TIME_LIMIT], total_time_limit=60)
+
+
+def attempt_code(action: str, done: str = "done", imports: str = "", entry: str = "f") -> str:
+    """A candidate whose ``entry`` tries the one-line ``action`` and returns ``done`` if it worked,
+    else the errno of the OSError it got (so an escape attempt reports how it was stopped)."""
+    header = f"import {imports}\n" if imports else ""
+    return (f"{header}def {entry}(*args):\n    try:\n        {action}\n    except OSError as exc:\n"
+            f"        return exc.errno\n    return {done!r}\n")
 
 
 def fooled(result: ExecResult) -> bool:
@@ -121,7 +130,7 @@ def _no_process_left(result: ExecResult, world: World) -> bool:
 
 
 def _file_size_refused(result: ExecResult, world: World) -> bool:
-    return _returned(result) == "EFBIG"
+    return _returned(result) == errno.EFBIG
 
 
 def _workdir_emptied(result: ExecResult, world: World) -> bool:
@@ -154,7 +163,6 @@ def _bystander_alive(result: ExecResult, world: World) -> bool:
         world.bystander.wait(0.2)
     except subprocess.TimeoutExpired:
         return True
-    world.bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return False
 
 
@@ -182,30 +190,24 @@ CLAIMS: list[Claim] = [
                     "    time.sleep(0.3)\n    return -1\n",
           _no_process_left),
     Claim("processes", "SIGKILL a process outside the sandbox", BWRAP_ONLY,
-          lambda w: f"import os, signal\ndef f(x):\n    try:\n        os.kill({w.bystander.pid}, signal.SIGKILL)\n"
-                    "    except OSError as exc:\n        return exc.errno\n    return 'killed'\n",
+          lambda w: attempt_code(f"os.kill({w.bystander.pid}, signal.SIGKILL)", "killed", "os, signal"),
           _bystander_alive),
     Claim("files", "file above the size limit (8 MiB)", BOTH,
-          lambda w: "import errno\ndef f(x):\n    try:\n        with open('big', 'wb') as out:\n"
-                    "            out.write(b'0' * (9 * 2**20))\n    except OSError as exc:\n"
-                    "        return errno.errorcode[exc.errno]\n    return 'written'\n",
+          lambda w: attempt_code("open('big', 'wb').write(b'0' * (9 * 2**20))", "written"),
           _file_size_refused),
     Claim("files", "files left in the working directory", BOTH,
           lambda w: "import os\ndef f(x):\n    open('left.txt', 'w').write('x')\n"
                     "    return os.path.abspath('left.txt')\n",
           _workdir_emptied),
     Claim("files", "write a file outside the working directory", BWRAP_ONLY,
-          lambda w: f"def f(x):\n    try:\n        open({str(w.outside_file)!r}, 'w').write('pwned')\n"
-                    "    except OSError as exc:\n        return exc.errno\n    return 'written'\n",
+          lambda w: attempt_code(f"open({str(w.outside_file)!r}, 'w').write('pwned')", "written"),
           _outside_unchanged),
     Claim("files", "read the hidden dataset folder", BWRAP_ONLY,
-          lambda w: f"def f(x):\n    try:\n        return open({str(w.secret_file)!r}).read()\n"
-                    "    except OSError as exc:\n        return exc.errno\n",
+          lambda w: attempt_code(f"return open({str(w.secret_file)!r}).read()"),
           _secret_unread),
     Claim("network", "TCP connect to a loopback listener", BWRAP_ONLY,
-          lambda w: f"import socket\ndef f(x):\n    try:\n        socket.create_connection(('127.0.0.1', {w.port}),"
-                    " timeout=0.5).close()\n    except OSError as exc:\n        return exc.errno\n"
-                    "    return 'connected'\n",
+          lambda w: attempt_code(f"socket.create_connection(('127.0.0.1', {w.port}), timeout=0.5).close()",
+                                 "connected", "socket"),
           _no_connection),
     Claim("verdict", "object whose __eq__ is always true", BOTH,
           lambda w: "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return A()\n",
@@ -224,6 +226,8 @@ CLAIMS: list[Claim] = [
 
 @dataclass
 class ClaimResult:
+    """What a claim's probe showed at one level: contained or not, a short detail, and its time."""
+
     claim: Claim
     level: str
     contained: bool
@@ -235,7 +239,7 @@ class ClaimResult:
         return self.contained == self.claim.contained[self.level]
 
 
-def check_claims(level: str, claims: list[Claim] = CLAIMS) -> list[ClaimResult]:
+def check_claims(level: str) -> list[ClaimResult]:
     """Run every claim's probe at isolation ``level``; each result says whether the claim holds."""
     limits = SandboxLimits(isolation=level, **PROBE_LIMITS)
     world = World.create()
@@ -243,7 +247,7 @@ def check_claims(level: str, claims: list[Claim] = CLAIMS) -> list[ClaimResult]:
     tempfile.tempdir = str(world.workdirs)  # worker dirs go here, so stray processes are found by cwd
     results = []
     try:
-        for claim in claims:
+        for claim in CLAIMS:
             started = time.monotonic()
             result = run_program(claim.program(world), limits, hidden=[world.hidden_dir])
             seconds = time.monotonic() - started

@@ -53,7 +53,7 @@ def recover(directory: Path, committed_step: int) -> None:
         os.replace(previous, directory)
     staged = staging(directory)
     if staged.exists():
-        if staged_step(staged) == committed_step and committed_step > 0:
+        if staged_step(staged) == committed_step:
             swap_in(directory)
         else:
             shutil.rmtree(staged)

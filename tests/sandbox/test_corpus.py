@@ -9,7 +9,6 @@ program must be judged failed, and the harness must go on (an honest program pas
 from __future__ import annotations
 
 import errno
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from codea1_eval.sandbox.threat_model import attempt_code
 from codea1_eval.sandbox.engine import (
     ERROR, LOAD_TIMEOUT, OK, RETURNED, TIMEOUT, CRASH, Executor, Program,
 )
@@ -207,56 +207,40 @@ def test_corpus_program_is_judged_failed_and_contained(sandbox, code, program_st
 # Escape attempts: what each level claims, and the documented outcome where it claims nothing.
 
 def _returns(sandbox, code: str):
-    result = sandbox.run(dedent_code(code), calls=INPUTS[2:])  # answer 10**20 + 1: no errno equals it
+    result = sandbox.run(code, calls=INPUTS[2:])  # answer 10**20 + 1: no errno equals it
     assert result.calls[0].status == RETURNED, result.calls[0].error
     assert sandbox.judge(result, calls=INPUTS[2:], expected=EXPECTED_VALUES[2:]) == [False]
     return result.calls[0].value
 
 
-@pytest.fixture
-def outside_dir():
-    """A folder outside /tmp (bwrap replaces /tmp), as any folder the user may write to."""
-    folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="codea1-outside-"))
-    yield folder
-    shutil.rmtree(folder)
+def _attempt(sandbox, action: str, done: str = "done", imports: str = ""):
+    """What a candidate trying ``action`` returns: ``done``, or the errno that stopped it."""
+    return _returns(sandbox, attempt_code(action, done, imports, entry="add"))
 
 
-def test_write_outside_the_workdir(sandbox, outside_dir):
-    target = outside_dir / f"{ESCAPE_MARKER}-{uuid.uuid4().hex}"
-    value = _returns(sandbox, f"""
-        def add(a, b):
-            try:
-                open({str(target)!r}, 'w').write('pwned')
-            except OSError as exc:
-                return exc.errno
-            return 'written'
-    """)
-    if sandbox.isolation == "bwrap":  # blocked: the root is read-only
-        assert value == errno.EROFS and not target.exists()
-    else:  # documented: the process level does not stop writes where the user may write
-        assert value == "written" and target.read_text() == "pwned"
-    sandbox.assert_contained()
-
-
-def test_write_into_the_harness_package_is_refused_only_by_bwrap(sandbox):
+@pytest.fixture(params=["outside-folder", "harness-package"])
+def write_target(request):
+    """A path the user may write to: a fresh folder outside /tmp (bwrap replaces /tmp), or the harness's
+    own package folder."""
     import codea1_eval
 
-    target = Path(codea1_eval.__file__).parent / f"{ESCAPE_MARKER}-{uuid.uuid4().hex}.py"
-    try:
-        value = _returns(sandbox, f"""
-            def add(a, b):
-                try:
-                    open({str(target)!r}, 'w').write('import os')
-                except OSError as exc:
-                    return exc.errno
-                return 'written'
-        """)
-        if sandbox.isolation == "bwrap":
-            assert value == errno.EROFS and not target.exists()
-        else:  # documented: not contained at the process level
-            assert value == "written" and target.is_file()
-    finally:
-        target.unlink(missing_ok=True)
+    if request.param == "outside-folder":
+        folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="codea1-outside-"))
+    else:
+        folder = Path(codea1_eval.__file__).parent
+    target = folder / f"{ESCAPE_MARKER}-{uuid.uuid4().hex}.py"
+    yield target
+    target.unlink(missing_ok=True)
+    if request.param == "outside-folder":
+        folder.rmdir()
+
+
+def test_write_outside_the_workdir(sandbox, write_target):
+    value = _attempt(sandbox, f"open({str(write_target)!r}, 'w').write('import os')")
+    if sandbox.isolation == "bwrap":  # blocked: the root is read-only
+        assert value == errno.EROFS and not write_target.exists()
+    else:  # documented: the process level does not stop writes where the user may write
+        assert value == "done" and write_target.read_text() == "import os"
     sandbox.assert_contained()
 
 
@@ -264,13 +248,13 @@ def test_fill_tmp(sandbox):
     name = f"{ESCAPE_MARKER}-{uuid.uuid4().hex}"
     target = Path("/tmp") / name
     try:
-        value = _returns(sandbox, f"""
+        value = _returns(sandbox, dedent_code(f"""
             import os
             def add(a, b):
                 with open('/tmp/{name}', 'wb') as out:
                     out.write(b'0' * 4 * 2**20)
                 return os.path.getsize('/tmp/{name}')
-        """)
+        """))
         assert value == 4 * 2**20
         # bwrap: a private tmpfs that dies with the worker; process: the real /tmp (documented)
         assert target.exists() == (sandbox.isolation == "process")
@@ -282,13 +266,7 @@ def test_fill_tmp(sandbox):
 def test_read_a_file_of_the_harness(sandbox, tmp_path):
     secret = tmp_path / "expected_outputs.json"
     secret.write_text("[3, 2]")
-    value = _returns(sandbox, f"""
-        def add(a, b):
-            try:
-                return open({str(secret)!r}).read()
-            except OSError as exc:
-                return exc.errno
-    """)
+    value = _attempt(sandbox, f"return open({str(secret)!r}).read()")
     # bwrap: the harness's /tmp is not visible (dataset and cache folders are hidden: test_hack_proofing)
     assert value == (errno.ENOENT if sandbox.isolation == "bwrap" else "[3, 2]")
     sandbox.assert_contained()
@@ -299,15 +277,8 @@ def test_connect_to_a_loopback_listener(sandbox):
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         listener.settimeout(0.5)
-        value = _returns(sandbox, f"""
-            import socket
-            def add(a, b):
-                try:
-                    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=0.5).close()
-                except OSError as exc:
-                    return exc.errno
-                return 'connected'
-        """)
+        value = _attempt(sandbox, f"socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), "
+                                  "timeout=0.5).close()", "connected", "socket")
         if sandbox.isolation == "bwrap":  # own network namespace: nothing listens on its loopback
             assert value == errno.ECONNREFUSED
             with pytest.raises(socket.timeout):
@@ -321,15 +292,7 @@ def test_connect_to_a_loopback_listener(sandbox):
 def test_kill_a_sibling_process(sandbox):
     sibling = subprocess.Popen(["sleep", "300"])
     try:
-        value = _returns(sandbox, f"""
-            import os, signal
-            def add(a, b):
-                try:
-                    os.kill({sibling.pid}, signal.SIGKILL)
-                except OSError as exc:
-                    return exc.errno
-                return 'killed'
-        """)
+        value = _attempt(sandbox, f"os.kill({sibling.pid}, signal.SIGKILL)", "killed", "os, signal")
         if sandbox.isolation == "bwrap":  # own PID namespace: the pid does not exist in there
             assert value == errno.ESRCH and sibling.poll() is None
         else:  # documented: signals to the user's other processes are not contained
@@ -373,7 +336,7 @@ def test_kill_every_process_it_can_signal(sandbox):
 
 def test_daemon_that_writes_after_the_call_is_gone_first(sandbox, tmp_path):
     target = tmp_path / f"{ESCAPE_MARKER}-{uuid.uuid4().hex}"
-    _returns(sandbox, f"""
+    _returns(sandbox, dedent_code(f"""
         import os, time
         def add(a, b):
             if os.fork() == 0:
@@ -383,7 +346,7 @@ def test_daemon_that_writes_after_the_call_is_gone_first(sandbox, tmp_path):
                     open({str(target)!r}, 'w').write('late')
                 os._exit(0)
             return -1
-    """)
+    """))
     time.sleep(1.5)
     assert not target.exists()
     sandbox.assert_contained()
