@@ -81,13 +81,22 @@ class JsonlAppender:
         self.handle = open(path, "a", encoding="utf-8")
 
     def _repair_torn_tail(self) -> None:
+        """Make the file end with a newline before appending: a last record that is whole but lost its
+        newline (a write cut just before it) is kept, as ``read_jsonl`` keeps it; a torn one is dropped."""
         if not self.path.is_file() or self.path.stat().st_size == 0:
             return
         with open(self.path, "rb+") as handle:
             handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                data = self.path.read_bytes()
-                handle.truncate(data.rfind(b"\n") + 1)
+            if handle.read(1) == b"\n":
+                return
+            data = self.path.read_bytes()
+            tail_start = data.rfind(b"\n") + 1
+            try:
+                json.loads(data[tail_start:])
+                handle.seek(0, os.SEEK_END)
+                handle.write(b"\n")
+            except ValueError:
+                handle.truncate(tail_start)
 
     def append(self, record: dict) -> None:
         self.append_many([record])

@@ -43,6 +43,17 @@ def test_torn_jsonl_tail_is_repaired_before_appending(tmp_path):
     assert [r["key"] for r in read_jsonl(path)] == ["a", "b"]
 
 
+def test_whole_last_record_without_its_newline_is_kept(tmp_path):
+    """A write cut just before the newline: read_jsonl already counts the record, so it stays."""
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"schema": 1, "key": "a"}\n{"schema": 1, "key": "b"}')
+    assert [r["key"] for r in read_jsonl(path)] == ["a", "b"]
+    with JsonlAppender(path) as out:
+        out.append({"key": "c"})
+    assert [r["key"] for r in read_jsonl(path)] == ["a", "b", "c"]
+    assert path.read_text().count("\n") == 3
+
+
 def test_atomic_json_write(tmp_path):
     write_json_atomic(tmp_path / "m.json", {"x": 1})
     assert json.loads((tmp_path / "m.json").read_text()) == {"x": 1}
