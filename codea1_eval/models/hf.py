@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from codea1_eval.errors import UserError
+from codea1_eval.models.attention import cpu_attention_implementation
 from codea1_eval.models.base import (Completion, GenerationRequest, ResultCallback, SamplingParams,
                                     truncate_at_stop)
 
@@ -62,7 +63,9 @@ class HFBackend:
     ``generate_all``): a resumed run then generates exactly what an uninterrupted one would.
 
     ``dtype="auto"`` keeps the checkpoint's dtype on GPU and uses float32 on CPU (faster there than
-    bfloat16 on CPUs without bf16 matrix units). Greedy requests with ``n > 1`` are generated once.
+    bfloat16 on CPUs without bf16 matrix units). On CPU the model attends with ``sdpa-gqa``
+    (``models/attention.py``): transformers' ``sdpa`` values without copying grouped KV heads.
+    Greedy requests with ``n > 1`` are generated once.
     """
 
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto"):
@@ -98,7 +101,9 @@ class HFBackend:
         self.device = torch.device(self._device_name or ("cuda" if torch.cuda.is_available() else "cpu"))
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-            model = AutoModelForCausalLM.from_pretrained(self.path, dtype=self._torch_dtype(self.dtype))
+            model = AutoModelForCausalLM.from_pretrained(
+                self.path, dtype=self._torch_dtype(self.dtype),
+                attn_implementation=cpu_attention_implementation(self.device.type))
         except OSError as e:
             raise UserError(f"cannot load model {self.path!r}: {str(e).strip().splitlines()[0]}") from e
         self.model = model.to(self.device).eval()

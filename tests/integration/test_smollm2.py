@@ -83,3 +83,18 @@ def test_length_stop_strings_and_raw_prompts(backend):
     assert "def add(a, b)" in stopped[0].text and "return" not in stopped[0].text
     assert stopped[0].completion_tokens < 32
     assert raw[0].prompt_tokens > 0 and raw[0].completion_tokens > 0
+
+
+def test_cpu_generation_uses_grouped_attention_with_transformers_tokens(backend):
+    """``sdpa-gqa`` (no KV-head copies) picks the same tokens as transformers' ``sdpa`` on a padded batch."""
+    requests = [chat(ADD, max_tokens=24), chat(CAPITAL, max_tokens=24),
+                chat("Write a haiku about the sea.", n=2, temperature=1.0, max_tokens=24, seed=3)]
+    assert backend.model.config._attn_implementation == "sdpa-gqa"
+    grouped = backend.generate(requests)
+    backend.model.set_attn_implementation("sdpa")
+    try:
+        copied = backend.generate(requests)
+    finally:
+        backend.model.set_attn_implementation("sdpa-gqa")
+    assert grouped == copied
+    assert "def add(a, b):" in grouped[0][0].text and len(grouped[2]) == 2
