@@ -19,9 +19,14 @@ SDPA_GQA = "sdpa-gqa"
 def sdpa_gqa_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
                        dropout: float = 0.0, scaling: float | None = None, is_causal: bool | None = None,
                        **kwargs: Any) -> tuple[Any, None]:
-    """transformers' attention-function signature over ``scaled_dot_product_attention(enable_gqa=...)``."""
+    """transformers' attention-function signature over ``scaled_dot_product_attention(enable_gqa=...)``;
+    a position bias or a paged cache (which Llama-style models never pass) goes to transformers' ``sdpa``."""
     import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    if kwargs.get("position_bias") is not None or kwargs.get("cache") is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, is_causal,
+                                      **kwargs)
     causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
     output = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling,
@@ -32,7 +37,7 @@ def sdpa_gqa_attention(module: Any, query: Any, key: Any, value: Any, attention_
 
 
 def cpu_attention_implementation(device_type: str) -> str | None:
-    """``sdpa-gqa`` (registered on first call) on CPU; None (transformers' default) elsewhere."""
+    """``sdpa-gqa`` on CPU (registering it with transformers); None (transformers' default) elsewhere."""
     if device_type != "cpu":
         return None
     from transformers import AttentionInterface

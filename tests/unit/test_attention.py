@@ -43,6 +43,15 @@ def test_grouped_attention_equals_transformers_sdpa(query_length, kv_length, mas
     assert torch.allclose(ours, theirs, atol=1e-6, rtol=0)
 
 
+def test_position_bias_goes_to_transformers_sdpa():
+    query, key, value = _qkv(4, 4)
+    bias = torch.randn(BATCH, HEADS, 4, 4, generator=torch.Generator().manual_seed(1))
+    ours, _ = sdpa_gqa_attention(LAYER, query, key, value, None, position_bias=bias)
+    theirs, _ = sdpa_attention_forward(LAYER, query, key, value, None, position_bias=bias)
+    without_bias, _ = sdpa_gqa_attention(LAYER, query, key, value, None)
+    assert torch.equal(ours, theirs) and not torch.allclose(ours, without_bias)
+
+
 def test_registered_for_cpu_only():
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
