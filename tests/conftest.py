@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def _generation_cache_env(monkeypatch, generation_cache):
 def tiny_model() -> Path:
     """The tiny imprinted Llama of ``tiny_model.py`` (SmolLM2's tokenizer), built once and cached by the
     content of its builder: the model for tests of machinery (checkpoints, resume, replicas, plumbing)."""
+    import fcntl
     import hashlib
     import shutil
     import tempfile
@@ -48,10 +50,27 @@ def tiny_model() -> Path:
     builder = Path(__file__).with_name("tiny_model.py")
     digest = hashlib.sha256(builder.read_bytes()).hexdigest()[:16]
     target = cache_dir() / "test-models" / f"tiny-{digest}"
-    if not (target / "imprint.json").is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-            build_tiny_model(Path(scratch) / "model", smollm2_checkpoint())
-            shutil.rmtree(target, ignore_errors=True)
-            (Path(scratch) / "model").rename(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers build it once
+        if not (target / "imprint.json").is_file():
+            with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+                build_tiny_model(Path(scratch) / "model", smollm2_checkpoint())
+                shutil.rmtree(target, ignore_errors=True)
+                (Path(scratch) / "model").rename(target)
     return target
+
+
+_TEST_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Sum each test's setup, call and teardown time (for the CI time budget)."""
+    _TEST_SECONDS[report.nodeid] = _TEST_SECONDS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session) -> None:
+    """With ``CODEA1_TEST_TIMINGS=FILE``, write every test's seconds there (`.ci/run` prints the slowest)."""
+    target = os.environ.get("CODEA1_TEST_TIMINGS")
+    if target:
+        Path(target).write_text(json.dumps(_TEST_SECONDS, indent=0, sort_keys=True))

@@ -100,10 +100,12 @@ def test_smollm2_on_the_instruct_split_joins_the_run_dir_format(tmp_path):
     assert first["solution"].startswith(code_prompt + "\n    pass\n")  # calibrated as bigcodebench does
 
 
-def test_bon_selects_among_the_reference_and_its_mutants(tmp_path):
-    """`bon` on BigCodeBench: candidates judged by the unittest scripts, tests written by SmolLM2."""
+def test_bon_selects_among_the_reference_and_its_mutants(tiny_model, tmp_path):
+    """`bon` on BigCodeBench: candidates judged by the unittest scripts (the tiny model writes the suites:
+    the labels and the oracle do not depend on them)."""
     out = tmp_path / "bon"
-    result = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--coder", "mutants", "--tester", "smollm2",
+    result = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--coder", "mutants", "--tester",
+                             str(tiny_model),
                              "--benchmark", "bigcodebench", "--subset", "stdlib", "--limit", "2", "-M", "3", "-N", "1",
                              "--max-tokens", "128", "--out", str(out)], capture_output=True, text=True, timeout=3000)
     assert result.returncode == 0, result.stderr[-3000:]

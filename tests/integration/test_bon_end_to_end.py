@@ -1,4 +1,5 @@
-"""`codea1-eval bon` end to end with the `mutants` coder and the real SmolLM2 tester."""
+"""`codea1-eval bon` end to end with the `mutants` coder and the real SmolLM2 tester; the white-box wiring
+and the rescoring CLI on the tiny model of ``tests/tiny_model.py``."""
 
 from __future__ import annotations
 
@@ -52,9 +53,10 @@ def test_mutants_coder_with_smollm2_tester_runs_resumes_and_rescores(tmp_path):
     assert set(rescored["accuracy"]) == {"codet", "random", "oracle"}
 
 
-def test_white_box_suites_per_candidate_and_rescore_cli(tmp_path):
+def test_white_box_suites_per_candidate_and_rescore_cli(tiny_model, tmp_path):
     run = tmp_path / "bon"
-    metrics = run_bon(BonConfig(**{**SMALL, "limit": 1, "suites": 1, "white_box": True}, out=run))
+    metrics = run_bon(BonConfig(**{**SMALL, "tester": str(tiny_model), "limit": 1, "suites": 1, "white_box": True},
+                                out=run))
     candidates = next(read_jsonl(run / "candidates.jsonl"))["candidates"]
     records = list(read_jsonl(run / "suites.jsonl"))
     assert sorted(r["candidate"] for r in records) == list(range(len(candidates)))  # one suite per shown code

@@ -1,4 +1,5 @@
-"""`codea1-eval mul` end to end: the deterministic reference-inputs tester and the real SmolLM2 tester."""
+"""`codea1-eval mul` end to end: the deterministic reference-inputs tester and the real SmolLM2 tester; a
+checkpoint directory as tester (the wiring) with the tiny model of ``tests/tiny_model.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import sys
 import pytest
 
 from codea1_eval.asserts import CLASSES
-from codea1_eval.models.smollm2 import smollm2_checkpoint
 from codea1_eval.mul import MulConfig, run_mul
 from codea1_eval.results import read_jsonl
 
@@ -64,15 +64,15 @@ def test_smollm2_tester_on_ult_lite_records_tests_validity_and_matrix(tmp_path):
     assert json.loads((run / "metrics.json").read_text()) == metrics
 
 
-def test_checkpoint_dir_tester_on_humaneval_plus(tmp_path):
+def test_checkpoint_dir_tester_on_humaneval_plus(tiny_model, tmp_path):
     run = tmp_path / "humaneval"
-    result = _mul("--tester", str(smollm2_checkpoint()), "--benchmark", "humaneval+", "--limit", "3",
+    result = _mul("--tester", str(tiny_model), "--benchmark", "humaneval+", "--limit", "3",
                   "--max-tokens", "384", "--out", str(run))
     assert result.returncode == 0, result.stderr
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["protocol"] == "code-a1" and metrics["n_tasks"] == 3
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["tester"]["model"].startswith(f"hf:{smollm2_checkpoint()}@")
+    assert manifest["tester"]["model"].startswith(f"hf:{tiny_model}@")
     assert 0 <= metrics["pass@1"] <= 100 and metrics["mutants"] > 0
 
 
