@@ -34,14 +34,14 @@ from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.benchmarks.scoring import candidate_program, judge
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.display import progress
-from codea1_eval.errors import SandboxError, UserError
+from codea1_eval.errors import UserError
 from codea1_eval.metrics import bootstrap_interval
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.prompts import assert_test_messages
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
-from codea1_eval.sandbox import RETURNED, SANDBOX_ERROR, Executor, SandboxLimits, make_executor
+from codea1_eval.sandbox import RETURNED, Executor, SandboxLimits, make_executor
 from codea1_eval.scaling import SELECTORS, ProblemMatrix, accuracy, cure_stats, plot_curves, scaling_curves
 from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
 
@@ -200,8 +200,6 @@ def execute(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[
                               config.call_time_limit) for k in keys)
     with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
         for index, result in executor.map_unordered(programs):
-            if result.status == SANDBOX_ERROR:
-                raise SandboxError(f"executing a candidate failed in the sandbox: {result.error}")
             task_id, _, task_tests = pending[keys[index]]
             calls = result.calls
             record = {"key": keys[index], "task_id": task_id, "program_status": result.status,
@@ -233,8 +231,6 @@ def correctness(config: BonConfig, benchmark: Benchmark, candidates: dict[str, l
                                   config.timeout_scale, benchmark.oracle) for k in keys)
     with JsonlAppender(run.file(CORRECTNESS)) as out, progress("correctness", len(keys)) as advance:
         for index, result in executor.map_unordered(programs):
-            if result.status == SANDBOX_ERROR:
-                raise SandboxError(f"judging a candidate failed in the sandbox: {result.error}")
             problem = pending[keys[index]][0]
             verdict = judge(benchmark, problem, truth.get(problem.task_id), result)
             out.append({"key": keys[index], "task_id": problem.task_id, "correct": verdict.passed})

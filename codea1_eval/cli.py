@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from codea1_eval.errors import UserError
+from codea1_eval.errors import SandboxError, UserError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Evaluate, scale and co-train code LLMs and test-writing LLMs.")
@@ -327,6 +327,10 @@ def main() -> None:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except SandboxError as exc:
+        print(f"error: {exc}; finished work is saved: fix the sandbox and rerun the same command to resume",
+              file=sys.stderr)
+        sys.exit(3)
     except OSError as exc:
         if exc.errno not in DISK_FULL:
             raise

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval import __version__
 from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import RETURNED, Executor, Program
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS
@@ -67,10 +68,13 @@ def ground_truth_pass_rate(truth: dict[str, GroundTruth]) -> float:
 
 def compute_ground_truth(benchmark: Benchmark, executor: Executor,
                          progress: Callable[[int], None] | None = None) -> dict[str, GroundTruth]:
-    """Run every reference on its inputs or test script (cached per dataset sha and selection)."""
+    """Run every reference on its inputs or test script, cached by everything that changes the result:
+    the schema, the package version, the dataset's sha256, the selection, and the sandbox limits with
+    the isolation level (a level that cannot run must not reuse another level's results)."""
     problems = benchmark.problems
     key = hashlib.sha256(
-        f"{GROUND_TRUTH_SCHEMA}|{benchmark.sha256}|{'|'.join(p.task_id for p in problems)}".encode()
+        f"{GROUND_TRUTH_SCHEMA}|{__version__}|{benchmark.sha256}|{'|'.join(p.task_id for p in problems)}"
+        f"|{executor.limits!r}".encode()
     ).hexdigest()[:24]
     path = cache_dir() / "groundtruth" / f"{benchmark.name}-{key}.pkl"
     if path.is_file():

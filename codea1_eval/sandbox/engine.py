@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import psutil
 
+from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.values import ProtocolViolation, decode, parse_frame
@@ -255,6 +256,14 @@ class _Session:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
+    """``result`` itself, unless the sandbox could not run the program (its worker never started, after
+    the engine's retries): then SandboxError naming the cause. Never a candidate's crash, never scored."""
+    if result.status == SANDBOX_ERROR:
+        raise SandboxError(f"the sandbox cannot run programs at the '{isolation}' isolation level: {result.error}")
+    return result
+
+
 def _fill(results: list, start: int, status: str, error: str) -> None:
     for index in range(start, len(results)):
         if results[index] is None:
@@ -439,7 +448,8 @@ class Executor:
         self.hidden = list(hidden)
 
     def run(self, program: Program) -> ExecResult:
-        return run_program(program, self.limits, self.hidden)
+        """Run one program; a sandbox that cannot run it (after the engine's retries) raises SandboxError."""
+        return require_sandbox(run_program(program, self.limits, self.hidden), self.limits.isolation)
 
     def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
         """Run programs concurrently; yield (input index, result) as each one finishes. If the caller

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from codea1_eval.errors import UserError
+from codea1_eval.errors import SandboxError, UserError
 from codea1_eval.registry import Registry
-from codea1_eval.sandbox.engine import ExecResult, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.engine import RETURNED, ExecResult, Executor, Program, SandboxLimits, require_sandbox, run_program
 
 RAY_INSTALL = "pip install 'codea1-eval[ray]'"
 RAY_BATCH = 8
@@ -23,8 +23,9 @@ RAY_BATCH = 8
 
 
 def _run_batch(programs: list[Program], limits: SandboxLimits, hidden: list[Path]) -> list[ExecResult]:
-    """A Ray task: the programs of one batch, one after another, through the node's own engine."""
-    return Executor(limits, parallel=1, hidden=hidden).map(programs)
+    """A Ray task: the programs of one batch, one after another, through the node's own engine (the
+    driver checks each result with ``require_sandbox``)."""
+    return [run_program(program, limits, hidden) for program in programs]
 
 
 class RayExecutor(Executor):
@@ -56,7 +57,7 @@ class RayExecutor(Executor):
             (done,), _ = ray.wait(list(pending), num_returns=1)
             start = pending.pop(done)
             for offset, result in enumerate(ray.get(done)):
-                yield start + offset, result
+                yield start + offset, require_sandbox(result, self.limits.isolation)
 
 
 def _ray_executor(argument: str, limits: SandboxLimits, parallel: int | None, hidden: Sequence[Path]) -> Executor:
@@ -78,8 +79,25 @@ EXECUTORS.register("local", _local_executor, help="this machine's worker process
 EXECUTORS.register("ray", _ray_executor, help="a Ray cluster: ray | ray:HOST:PORT | ray://HOST:PORT")
 
 
+CANARY = Program("def canary(x):\n    return x + 1\n", "canary", calls=[(41,)], time_limits=[30.0])
+"""A trivial program every run executes first: a sandbox that cannot run it stops the run at once."""
+
+
+def check_sandbox(executor: Executor) -> None:
+    """Run the canary through ``executor`` (its isolation level, its nodes); SandboxError, naming the
+    cause, unless it returns 42. Called before any model generates or any candidate is judged."""
+    result = executor.map([CANARY])[0]  # a worker that cannot start raises SandboxError here
+    call = result.calls[0]
+    if call.status != RETURNED or call.value != 42:
+        raise SandboxError(f"the sandbox canary at the '{executor.limits.isolation}' isolation level failed "
+                           f"({result.status}, {call.status}: {call.error or call.value!r})")
+
+
 def make_executor(spec: str, limits: SandboxLimits = SandboxLimits(), parallel: int | None = None,
                   hidden: Sequence[Path] = ()) -> Executor:
-    """The executor an ``--executor`` spec names (``local``, ``ray``, ``ray:HOST:PORT``, ``ray://HOST:PORT``)."""
+    """The executor an ``--executor`` spec names (``local``, ``ray``, ``ray:HOST:PORT``, ``ray://HOST:PORT``),
+    checked with the canary program."""
     name, _, argument = spec.strip().partition(":")
-    return EXECUTORS.get(name)(argument, limits, parallel, hidden)
+    executor = EXECUTORS.get(name)(argument, limits, parallel, hidden)
+    check_sandbox(executor)
+    return executor

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
+import sysconfig
 from pathlib import Path
 
 from codea1_eval.errors import UserError
@@ -27,7 +30,9 @@ class BubblewrapIsolation:
 
     ``hidden`` paths (dataset and cache folders) are covered by empty tmpfs mounts so a candidate
     cannot read reference solutions or cached expected outputs; ``readable`` paths (the harness
-    package holding the worker script, which may live under /tmp) are bound read-only on top of those mounts.
+    package holding the worker script, which may live under /tmp) and the interpreter's own folders
+    (``interpreter_paths``: a virtual environment under /tmp, a conda env, a user site) are bound
+    read-only over the private /tmp; the hidden folders are covered last.
     """
 
     name = "bwrap"
@@ -44,13 +49,22 @@ class BubblewrapIsolation:
             self.binary, "--unshare-all", "--die-with-parent", "--new-session",
             "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
         ]
-        for path in hidden:
+        for path in dict.fromkeys([*interpreter_paths(), *readable]):
+            prefix += ["--ro-bind", str(path), str(path)]
+        for path in hidden:  # after the binds: a hidden folder stays hidden even inside a bound one
             if path.is_dir():
                 prefix += ["--tmpfs", str(path)]
-        for path in readable:
-            prefix += ["--ro-bind", str(path), str(path)]
         prefix += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
         return prefix + command
+
+
+def interpreter_paths() -> list[Path]:
+    """Folders the worker's interpreter needs: its executable's folder (and the link's target), its
+    prefixes and the standard library and site folders, those that exist."""
+    executable = Path(sys.executable)
+    candidates = [executable.parent, executable.resolve().parent, Path(sys.prefix), Path(sys.base_prefix),
+                  Path(sys.exec_prefix), *(Path(p) for p in sysconfig.get_paths().values())]
+    return [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
 
 
 ISOLATION_LEVELS: Registry = Registry("isolation level")

@@ -28,7 +28,8 @@ def print_selftest(rows: list[ClaimResult]) -> None:
         table.add_column(column)
     for row in rows:
         documented = "contained" if row.claim.contained[row.level] else "NOT contained"
-        observed = ("contained" if row.contained else "not contained") + f" ({row.detail})"
+        observed = (("contained" if row.contained else "not contained") + f" ({row.detail})" if row.evidence
+                    else row.detail)
         table.add_row(row.level, row.claim.resource, row.claim.attack, documented, observed,
                       "yes" if row.holds else "NO", f"{row.seconds:.2f}")
     Console(width=200).print(table)

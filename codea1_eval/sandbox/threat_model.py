@@ -23,7 +23,8 @@ from typing import Callable
 import psutil
 
 from codea1_eval.sandbox.compare import compare_outputs
-from codea1_eval.sandbox.engine import RETURNED, TIMEOUT, ExecResult, Program, SandboxLimits, run_program
+from codea1_eval.sandbox.engine import (RETURNED, SANDBOX_ERROR, TIMEOUT, ExecResult, Program, SandboxLimits,
+                                       run_program)
 
 EXPECTED = 43  # the honest answer to f(42); an attack that is judged passing has fooled the harness
 PROBE_TIME_LIMIT = 1.0
@@ -226,17 +227,22 @@ CLAIMS: list[Claim] = [
 
 @dataclass
 class ClaimResult:
-    """What a claim's probe showed at one level: contained or not, a short detail, and its time."""
+    """What a claim's probe showed at one level: contained or not, a short detail, and its time.
+
+    ``evidence`` is False when the probe never ran (its worker could not start): such a claim fails,
+    whatever was documented, since a sandbox that cannot run shows nothing about containment.
+    """
 
     claim: Claim
     level: str
     contained: bool
     detail: str
     seconds: float
+    evidence: bool = True
 
     @property
     def holds(self) -> bool:
-        return self.contained == self.claim.contained[self.level]
+        return self.evidence and self.contained == self.claim.contained[self.level]
 
 
 def check_claims(level: str) -> list[ClaimResult]:
@@ -251,6 +257,10 @@ def check_claims(level: str) -> list[ClaimResult]:
             started = time.monotonic()
             result = run_program(claim.program(world), limits, hidden=[world.hidden_dir])
             seconds = time.monotonic() - started
+            if result.status == SANDBOX_ERROR:
+                results.append(ClaimResult(claim, level, False, f"no evidence: {result.error}"[:60], seconds,
+                                           evidence=False))
+                continue
             contained = claim.observe(result, world) and not fooled(result)
             call = result.calls[0]
             shown = repr(call.value) if call.status == RETURNED else call.error or ""

@@ -27,6 +27,7 @@ from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
 from codea1_eval.sandbox import Executor
+from codea1_eval.sandbox.executors import check_sandbox
 from codea1_eval.train import checkpoints
 from codea1_eval.train.data import TrainProblem, load_train_problems
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
@@ -151,8 +152,9 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                                                  config.steps, config.seed, config.rollout_engine, config.vllm_mode,
                                                  config.vllm_server), run.path / f".trl-{plan.role}")
 
-    policies = {plan.role: policy(plan) for plan in plans}
     executor = Executor(parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
+    check_sandbox(executor)  # before the policies load: a sandbox that cannot run stops the run at once
+    policies = {plan.role: policy(plan) for plan in plans}
     last: dict[str, Any] = {}
     with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:
         for step in range(start + 1, config.steps + 1):
