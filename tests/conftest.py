@@ -64,20 +64,6 @@ def tiny_model() -> Path:
 _TEST_SECONDS: dict[str, float] = {}
 
 
-LONGEST_FIRST = ("test_train.py", "test_bigcodebench_end_to_end.py", "test_vllm_backends.py",
-                 "test_peer_agreement.py", "test_mul.py")
-"""Integration files that take longest: collected first, so that the two parallel workers of
-``scripts/test.sh`` (pytest-xdist, one file per worker at a time) finish together."""
-
-
-def pytest_collection_modifyitems(items) -> None:
-    """Put the longest integration files first (stable: the order inside a file is kept)."""
-    def rank(item) -> int:
-        name = item.path.name
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-    items.sort(key=rank)
-
-
 def pytest_runtest_logreport(report) -> None:
     """Sum each test's setup, call and teardown time (for the CI time budget)."""
     _TEST_SECONDS[report.nodeid] = _TEST_SECONDS.get(report.nodeid, 0.0) + report.duration
@@ -85,9 +71,9 @@ def pytest_runtest_logreport(report) -> None:
 
 def pytest_sessionfinish(session) -> None:
     """With ``CODEA1_TEST_TIMINGS=FILE``, add every test's seconds to that JSON file (`.ci/run` prints the
-    slowest). Parallel workers report to the main process, which alone writes."""
+    slowest)."""
     target = os.environ.get("CODEA1_TEST_TIMINGS")
-    if target and not hasattr(session.config, "workerinput"):
+    if target:
         path = Path(target)
         earlier = json.loads(path.read_text()) if path.is_file() and path.stat().st_size else {}
         path.write_text(json.dumps({**earlier, **_TEST_SECONDS}, indent=0, sort_keys=True))
