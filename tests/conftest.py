@@ -39,20 +39,18 @@ def _generation_cache_env(monkeypatch, generation_cache):
 def tiny_model() -> Path:
     """The tiny imprinted Llama of ``tiny_model.py`` (SmolLM2's tokenizer), built once and cached by the
     content of its builder: the model for tests of machinery (checkpoints, resume, replicas, plumbing)."""
-    import fcntl
     import hashlib
     import shutil
     import tempfile
 
-    from codea1_eval.models.smollm2 import cache_dir, smollm2_checkpoint
+    from codea1_eval.models.smollm2 import _locked, cache_dir, smollm2_checkpoint
     from tiny_model import build_tiny_model
 
     builder = Path(__file__).with_name("tiny_model.py")
     digest = hashlib.sha256(builder.read_bytes()).hexdigest()[:16]
     target = cache_dir() / "test-models" / f"tiny-{digest}"
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers build it once
+    with _locked(target.parent / ".lock"):  # concurrent test runs build it once (as smollm2_checkpoint does)
         if not (target / "imprint.json").is_file():
             with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
                 build_tiny_model(Path(scratch) / "model", smollm2_checkpoint())
@@ -70,10 +68,7 @@ def pytest_runtest_logreport(report) -> None:
 
 
 def pytest_sessionfinish(session) -> None:
-    """With ``CODEA1_TEST_TIMINGS=FILE``, add every test's seconds to that JSON file (`.ci/run` prints the
-    slowest)."""
+    """With ``CODEA1_TEST_TIMINGS=FILE``, write every test's seconds there (`.ci/run` prints the slowest)."""
     target = os.environ.get("CODEA1_TEST_TIMINGS")
     if target:
-        path = Path(target)
-        earlier = json.loads(path.read_text()) if path.is_file() and path.stat().st_size else {}
-        path.write_text(json.dumps({**earlier, **_TEST_SECONDS}, indent=0, sort_keys=True))
+        Path(target).write_text(json.dumps(_TEST_SECONDS, indent=0, sort_keys=True))

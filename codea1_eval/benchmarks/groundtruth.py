@@ -9,8 +9,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval import __version__
+from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import RETURNED, Executor, Program
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS

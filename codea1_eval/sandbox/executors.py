@@ -15,7 +15,8 @@ from typing import Iterable, Iterator, Sequence
 
 from codea1_eval.errors import SandboxError, UserError
 from codea1_eval.registry import Registry
-from codea1_eval.sandbox.engine import RETURNED, ExecResult, Executor, Program, SandboxLimits, require_sandbox, run_program
+from codea1_eval.sandbox.engine import (RETURNED, ExecResult, Executor, Program, SandboxLimits, require_sandbox,
+                                       run_program)
 
 RAY_INSTALL = "pip install 'codea1-eval[ray]'"
 RAY_BATCH = 8

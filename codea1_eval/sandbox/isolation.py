@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -58,13 +59,14 @@ class BubblewrapIsolation:
         return prefix + command
 
 
-def interpreter_paths() -> list[Path]:
+@functools.cache
+def interpreter_paths() -> tuple[Path, ...]:
     """Folders the worker's interpreter needs: its executable's folder (and the link's target), its
-    prefixes and the standard library and site folders, those that exist."""
+    prefixes and the standard library and site folders, those that exist (computed once per process)."""
     executable = Path(sys.executable)
     candidates = [executable.parent, executable.resolve().parent, Path(sys.prefix), Path(sys.base_prefix),
                   Path(sys.exec_prefix), *(Path(p) for p in sysconfig.get_paths().values())]
-    return [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
+    return tuple(path for path in dict.fromkeys(candidates) if os.path.isdir(path))
 
 
 ISOLATION_LEVELS: Registry = Registry("isolation level")
