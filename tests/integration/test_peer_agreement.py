@@ -31,7 +31,7 @@ EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an inp
 @pytest.fixture(scope="module")
 def samples_file(tmp_path_factory, data_dir):
     benchmark = load_benchmark("humaneval+", data_dir)
-    backend = load_backend("smollm2", {"batch_size": 16}, cache=None)
+    backend = load_backend("smollm2", {"batch_size": GENERATED_TASKS * SAMPLES_PER_TASK}, cache=None)  # one batch
     requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
         n=SAMPLES_PER_TASK, temperature=0.8, top_p=0.95, max_tokens=192, seed=7))
         for p in benchmark.problems[:GENERATED_TASKS]]
