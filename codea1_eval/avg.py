@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from codea1_eval.config import RunOptions
+from codea1_eval.config import RunOptions, run_only
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness, runnable_part
 from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
 from codea1_eval.benchmarks.scoring import candidate_program, judge
-from codea1_eval.display import console, progress
+from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
@@ -52,6 +52,7 @@ class AvgConfig(RunOptions):
     isolation: str = "process"
     timeout_scale: float = 1.0
     all_inputs: bool = False
+    allow_failing_references: bool = run_only(False)
 
     def identity(self) -> dict:
         """The fields that determine results (what the run dir's config hash covers)."""
@@ -241,7 +242,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     run.write_manifest({**facts, "status": "running"})
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)
-    benchmark, skipped = runnable_part(benchmark, truth)
+    benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
     facts["skipped"] = skipped
     if config.samples is not None:
         samples = read_samples_file(Path(config.samples), benchmark)
@@ -249,9 +250,6 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         samples, generation = generate_samples(config, benchmark, run)
         facts["generation"] = generation
         run.write_manifest({**facts, "status": "running"})
-    missing = [t for t, gt in truth.items() if not gt.ok and t in samples]
-    if missing:
-        console.print(f"[yellow]warning:[/] reference fails on {len(missing)} task(s): {', '.join(missing[:5])}")
     verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
     metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
     metrics["skipped"] = skipped

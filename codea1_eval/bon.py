@@ -72,6 +72,7 @@ class BonConfig(RunOptions):
     mutator: str = DEFAULT_MUTATOR
     isolation: str = "process"
     timeout_scale: float = 1.0
+    allow_failing_references: bool = run_only(False)
     call_time_limit: float = 3.0
     selectors: tuple[str, ...] = run_only(default_factory=lambda: ("most-passed", "unique-tests", "codet", "majority"))
     resamples: int = run_only(200)
@@ -316,7 +317,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     run.write_manifest({**facts, "status": "running"})
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)
-    benchmark, skipped = runnable_part(benchmark, truth)
+    benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
     facts["skipped"] = skipped
     if not benchmark.problems:
         raise UserError("no task of the benchmark can run here (reasons above)")

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from codea1_eval.errors import SandboxError, UserError
+from codea1_eval.errors import ReferenceFailure, SandboxError, UserError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Evaluate, scale and co-train code LLMs and test-writing LLMs.")
@@ -52,6 +52,8 @@ def avg(
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
     all_inputs: bool = typer.Option(False, help="Run every input even after a failure (default: stop "
                                     "each input list at its first failure, as evalplus does)."),
+    allow_failing_references: bool = typer.Option(False, help="Skip tasks whose reference solution fails here "
+                                                  "(default: such failures stop the run)."),
     batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
     backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
     cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
@@ -64,7 +66,8 @@ def avg(
 
     config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder, samples=samples, n=n,
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
-                       seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs, out=out,
+                       seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs,
+                       allow_failing_references=allow_failing_references, out=out,
                        data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)
@@ -145,6 +148,8 @@ def bon(
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
     executor: str = typer.Option("local", help=EXECUTOR_HELP),
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every ground-truth time limit."),
+    allow_failing_references: bool = typer.Option(False, help="Skip tasks whose reference solution fails here "
+                                                  "(default: such failures stop the run)."),
     batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
     backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
     cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
@@ -163,7 +168,8 @@ def bon(
     config = BonConfig(benchmark=benchmark, split=split, subset=subset, coder=coder, tester=tester, candidates=candidates, suites=suites,
                        white_box=white_box, limit=limit, temperature=temperature, top_p=top_p,
                        max_tokens=max_tokens, seed=seed, mutator=mutator, isolation=isolation,
-                       timeout_scale=timeout_scale, selectors=chosen, resamples=resamples, out=out,
+                       timeout_scale=timeout_scale, allow_failing_references=allow_failing_references,
+                       selectors=chosen, resamples=resamples, out=out,
                        data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)
@@ -207,6 +213,8 @@ def train(
                                        "backend, weights synced after each update)."),
     vllm_mode: str = typer.Option("colocate", help="With --rollout-engine vllm: colocate (in this process) | server."),
     vllm_server: Optional[str] = typer.Option(None, help="With --vllm-mode server: the `trl vllm-serve` URL."),
+    isolation: Optional[str] = typer.Option(None, help="Sandbox of the reward programs: process | bwrap (default "
+                                            "process; a resumed run keeps its own)."),
 ) -> None:
     """GRPO training: a Code LLM against a Test LLM (Code-A1, with a Mistake Book), or a baseline mode."""
     from codea1_eval.train.loop import TrainConfig, run_train
@@ -215,14 +223,15 @@ def train(
         return
     if resume is not None:
         config = TrainConfig.from_run_dir(resume, steps, parallel=parallel, rollout_engine=rollout_engine,
-                                          vllm_mode=vllm_mode, vllm_server=vllm_server)
+                                          vllm_mode=vllm_mode, vllm_server=vllm_server,
+                                          **({"isolation": isolation} if isolation else {}))
     else:
         config = TrainConfig(data=data or "", mode=mode, coder=coder, tester=tester, codes=codes, suites=suites,
                              questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
                              temperature=temperature, alpha=alpha, topvar_keep=topvar_keep, learning_rate=learning_rate,
                              warmup_steps=warmup_steps, kl_beta=kl_beta, seed=seed, steps=steps or 3, save_every=save_every,
                              out=out, parallel=parallel, rollout_engine=rollout_engine, vllm_mode=vllm_mode,
-                             vllm_server=vllm_server)
+                             vllm_server=vllm_server, isolation=isolation or "process")
     last = run_train(config)
     typer.echo(json.dumps(last))
 
@@ -327,6 +336,9 @@ def main() -> None:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except ReferenceFailure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(3)
     except SandboxError as exc:
         print(f"error: {exc}; finished work is saved: fix the sandbox and rerun the same command to resume",
               file=sys.stderr)

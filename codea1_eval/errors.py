@@ -7,3 +7,7 @@ class UserError(Exception):
 
 class SandboxError(Exception):
     """The execution infrastructure failed (not the candidate program); the work is retried."""
+
+
+class ReferenceFailure(Exception):
+    """Reference solutions that must pass failed on this machine: its scores could not be trusted."""

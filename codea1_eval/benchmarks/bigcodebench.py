@@ -218,6 +218,7 @@ class BigCodeBenchHarness(Harness):
     """bigcodebench's own chat prompt, sanitisation and calibration, and its environment gate."""
 
     name = "bigcodebench"
+    reference_failure_allowance = None  # references that need what this machine lacks are skipped, as reasons
 
     def coder_messages(self, problem: Problem) -> tuple[dict, ...]:
         return chat_messages(problem)

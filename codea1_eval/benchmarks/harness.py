@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
+from codea1_eval.errors import ReferenceFailure
 from codea1_eval.extract import build_program, extract_code
 from codea1_eval.prompts import code_messages
 
@@ -22,6 +23,10 @@ class Harness:
     """Code-A1's harness (HumanEval, HumanEval+, MBPP+, ULT)."""
 
     name = "code-a1"
+    reference_failure_allowance: int | None = 0
+    """How many tasks' reference solutions may fail here before a run stops (None: any number, each
+    skipped with its reason). HumanEval, HumanEval+, MBPP+ and ULT: 0, every canonical solution passes
+    through this engine (tests/integration/test_ground_truth.py)."""
 
     def coder_messages(self, problem: "Problem") -> tuple[dict, ...]:
         """The chat a coder is asked for a solution with."""
@@ -50,13 +55,36 @@ class Harness:
 CODE_A1_HARNESS = Harness()
 
 
-def runnable_part(benchmark: "Benchmark", truth: Mapping[str, Any]) -> tuple["Benchmark", dict[str, str]]:
+def runnable_part(benchmark: "Benchmark", truth: Mapping[str, Any],
+                  allow_failing_references: bool = False) -> tuple["Benchmark", dict[str, str]]:
     """The benchmark without the tasks its harness says cannot run here, and those tasks with reasons
-    (announced on the console; commands record them in metrics.json)."""
+    (announced on the console; commands record them in metrics.json).
+
+    References that fail beyond the harness' allowance stop the run (ReferenceFailure naming the
+    tasks): a machine that cannot run the canonical solutions cannot judge candidates either. With
+    ``allow_failing_references`` those tasks are skipped instead."""
     skipped = benchmark.harness.unrunnable(benchmark.problems, truth)
+    allowance = benchmark.harness.reference_failure_allowance
+    failing = {task_id: gt.error for task_id, gt in truth.items() if not gt.ok and task_id not in skipped}
+    if allowance is not None and len(failing) > allowance:
+        if not allow_failing_references:
+            listed = "; ".join(f"{task_id} ({_first_line(error)})" for task_id, error in list(failing.items())[:5])
+            more = f" and {len(failing) - 5} more" if len(failing) > 5 else ""
+            raise ReferenceFailure(
+                f"the reference solutions of {len(failing)} {benchmark.name} task(s) fail here ({allowance} allowed): "
+                f"{listed}{more}; fix the environment (time limits: --timeout-scale), or pass "
+                "--allow-failing-references to skip those tasks and score the rest")
+        skipped = {**skipped, **{task_id: f"reference fails here: {_first_line(error)}"
+                                 for task_id, error in failing.items()}}
     if not skipped:
         return benchmark, {}
     from codea1_eval.display import console
 
     console.print(f"[yellow]skipping {len(skipped)} task(s) that cannot run here[/] (reasons in metrics.json)")
     return replace(benchmark, problems=[p for p in benchmark.problems if p.task_id not in skipped]), skipped
+
+
+def _first_line(error: str | None) -> str:
+    """The last non-empty line of a reference's error (its exception), shortened."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    return (lines[-1] if lines else "no detail")[:160]

@@ -281,10 +281,14 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     while next_call < program.n_calls or workers == 0:
         try:
             session = _Session(program, limits, next_call, list(hidden))
-        except OSError as exc:
-            status, error = SANDBOX_ERROR, f"cannot start worker: {exc}"
-            _fill(results, 0, CRASH, error)
-            break
+        except OSError as exc:  # no fork, no pipe, no interpreter: retried like a worker that did not greet
+            sandbox_failures += 1
+            if sandbox_failures > SANDBOX_RETRIES:
+                status, error = SANDBOX_ERROR, f"cannot start worker: {exc}"
+                _fill(results, 0, CRASH, error)
+                break
+            time.sleep(0.1 * sandbox_failures)
+            continue
         workers += 1
         try:
             outcome = _drive(session, program, limits, next_call, results, total_deadline)

@@ -26,7 +26,7 @@ from codea1_eval.config import run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
-from codea1_eval.sandbox import Executor
+from codea1_eval.sandbox import Executor, SandboxLimits
 from codea1_eval.sandbox.executors import check_sandbox
 from codea1_eval.train import checkpoints
 from codea1_eval.train.data import TrainProblem, load_train_problems
@@ -66,6 +66,7 @@ class TrainConfig:
     save_every: int = run_only(1)
     out: Path | None = run_only()
     parallel: int | None = run_only()
+    isolation: str = run_only("process")
 
     def identity(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("run_only")}
@@ -152,7 +153,8 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                                                  config.steps, config.seed, config.rollout_engine, config.vllm_mode,
                                                  config.vllm_server), run.path / f".trl-{plan.role}")
 
-    executor = Executor(parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
+    executor = Executor(SandboxLimits(isolation=config.isolation),
+                        parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
     check_sandbox(executor)  # before the policies load: a sandbox that cannot run stops the run at once
     policies = {plan.role: policy(plan) for plan in plans}
     last: dict[str, Any] = {}

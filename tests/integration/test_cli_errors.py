@@ -68,3 +68,31 @@ def test_malformed_model_output_is_a_scored_failure(tmp_path):
     assert metrics["pass@1"] == 0.0 and metrics["n_samples"] == 2
     rows = [json.loads(line) for line in (tmp_path / "r" / "executions.jsonl").read_text().splitlines()]
     assert {row["program_status"] for row in rows} == {"load_error"}
+
+
+def test_a_failing_reference_stops_avg_unless_allowed(tmp_path, data_dir):
+    """HumanEval+ with HumanEval/1's canonical solution broken: the run stops with the task named and no
+    scores; with --allow-failing-references it skips that task (recorded with its reason) and scores the rest."""
+    rows = [json.loads(line) for line in (data_dir / "evalplus" / "HumanEvalPlus-v0.1.10.jsonl").read_text().splitlines()]
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": r["task_id"], "solution": r["prompt"] + r["canonical_solution"]})
+                               + "\n" for r in rows[:3]))
+    rows[1]["canonical_solution"] = "    raise RuntimeError('broken reference')\n"
+    (tmp_path / "data" / "evalplus").mkdir(parents=True)
+    (tmp_path / "data" / "evalplus" / "HumanEvalPlus-v0.1.10.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    args = ["avg", "--samples", str(samples), "--benchmark", "humaneval+", "--limit", "3", "--data-dir",
+            str(tmp_path / "data"), "--out", str(tmp_path / "run")]
+    stopped = _run(*args, env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
+    assert stopped.returncode == 3 and "Traceback" not in stopped.stderr
+    assert [line for line in stopped.stderr.splitlines() if line.startswith("error:")] == [
+        "error: the reference solutions of 1 humaneval+ task(s) fail here (0 allowed): HumanEval/1 (87 reference "
+        "calls did not return: RuntimeError: broken reference); fix the environment (time limits: --timeout-scale), or pass --allow-failing-references "
+        "to skip those tasks and score the rest"]
+    assert not (tmp_path / "run" / "metrics.json").exists()
+    allowed = _run(*args, "--allow-failing-references", env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
+    assert allowed.returncode == 0, allowed.stderr
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["skipped"] == {  # each of its 87 inputs (base and plus) raised
+        "HumanEval/1": "reference fails here: 87 reference calls did not return: RuntimeError: broken reference"}
+    assert (metrics["n_tasks"], metrics["pass@1"], metrics["gt_pass_rate"]) == (2, 100.0, round(200 / 3, 4))

@@ -22,6 +22,7 @@ from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.engine import SANDBOX_ERROR, Executor, Program, SandboxLimits, run_program
 from codea1_eval.sandbox.executors import make_executor
 from codea1_eval.sandbox.threat_model import CLAIMS, check_claims
+from codea1_eval.train.data import humaneval_smoke_problems, write_generic_jsonl
 
 from .box import HAVE_BWRAP
 
@@ -58,28 +59,69 @@ def test_selftest_counts_no_probe_as_evidence(broken_bwrap):
     assert all(not row.evidence and row.detail.startswith("no evidence: worker failed to start") for row in rows)
 
 
-def _one_line_error(result: subprocess.CompletedProcess, fragment: str) -> None:
+def _one_line_error(result: subprocess.CompletedProcess, level: str, cause: str) -> None:
     assert result.returncode == 3, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: the sandbox cannot run programs at the 'bwrap'")
-    assert fragment in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"error: the sandbox cannot run programs at the {level}: ")
+    assert cause in lines[0] and lines[0].endswith("fix the sandbox and rerun the same command to resume")
 
 
-@pytest.mark.parametrize("command", [
-    ["avg", "--samples", "SAMPLES", "--benchmark", "humaneval+", "--limit", "2"],
-    ["mul", "--tester", "reference-inputs", "--benchmark", "humaneval+", "--limit", "2"],
-    ["bon", "--coder", "mutants", "--tester", "smollm2", "--benchmark", "humaneval+", "--limit", "2"],
-], ids=["avg", "mul", "bon"])
-def test_commands_stop_with_one_line_and_write_no_scores(broken_bwrap, tmp_path, command):
+COMMANDS = {
+    "avg": ["avg", "--samples", "SAMPLES", "--benchmark", "humaneval+", "--limit", "2"],
+    "mul": ["mul", "--tester", "reference-inputs", "--benchmark", "humaneval+", "--limit", "2"],
+    "bon": ["bon", "--coder", "mutants", "--tester", "smollm2", "--benchmark", "humaneval+", "--limit", "2"],
+    "train": ["train", "--mode", "golden", "--data", "TRAIN_DATA", "--steps", "1", "-M", "2"],
+}
+SCORES = {"avg": "metrics.json", "mul": "metrics.json", "bon": "metrics.json", "train": "train_log.jsonl"}
+
+
+def _scores_written(out: Path, command: str) -> bool:
+    """Whether the run wrote any score: metrics.json, or a line of train's log."""
+    path = out / SCORES[command]
+    return path.is_file() and path.stat().st_size > 0
+
+
+def _arguments(command: str, tmp_path: Path) -> list[str]:
+    """The command's arguments with a samples file (one HumanEval/0 solution) or a training file (the
+    training smoke questions, generic JSONL) in place of the placeholders."""
     samples = tmp_path / "samples.jsonl"
     samples.write_text(json.dumps({"task_id": "HumanEval/0", "solution": "def has_close_elements(a, b):\n"
                                                                           "    return True\n"}) + "\n")
+    train_data = write_generic_jsonl(humaneval_smoke_problems(), tmp_path / "train.jsonl")
+    places = {"SAMPLES": str(samples), "TRAIN_DATA": str(train_data)}
+    return [places.get(arg, arg) for arg in COMMANDS[command]]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_commands_stop_with_one_line_and_write_no_scores(broken_bwrap, tmp_path, command):
     out = tmp_path / "run"
-    args = [str(samples) if arg == "SAMPLES" else arg for arg in command]
-    result = subprocess.run([sys.executable, "-m", "codea1_eval", *args, "--isolation", "bwrap", "--out", str(out)],
-                            capture_output=True, text=True, timeout=300, env=os.environ)
-    _one_line_error(result, "No permissions to create new namespace")
-    assert not (out / "metrics.json").exists()
+    result = subprocess.run([sys.executable, "-m", "codea1_eval", *_arguments(command, tmp_path), "--isolation",
+                             "bwrap", "--out", str(out)], capture_output=True, text=True, timeout=300, env=os.environ)
+    _one_line_error(result, "'bwrap' isolation level", "No permissions to create new namespace")
+    assert not _scores_written(out, command)
+
+
+MISSING_INTERPRETER = """import os, runpy, sys
+os.unlink(sys.executable)  # the venv's interpreter disappears under a running command
+sys.argv = ["codea1-eval", *sys.argv[1:]]
+runpy.run_module("codea1_eval", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_commands_stop_when_the_interpreter_is_missing(tmp_path, command):
+    """Workers run the command's own interpreter; when it is gone (a venv removed under a running job)
+    no worker starts: retried, then one line and exit 3, at the process level (no bwrap needed)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    out = tmp_path / "run"
+    package_root = Path(codea1_eval.__file__).resolve().parents[1]
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", MISSING_INTERPRETER, *_arguments(command, tmp_path),
+                             "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(package_root)})
+    _one_line_error(result, "'process' isolation level",
+                    f"cannot start worker: [Errno 2] No such file or directory: '{venv / 'bin' / 'python'}'")
+    assert not _scores_written(out, command)
 
 
 @needs_bwrap

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.benchmarks.bigcodebench import BIGCODEBENCH_HARNESS
 from codea1_eval.benchmarks.groundtruth import GroundTruth
 from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness, runnable_part
+from codea1_eval.errors import ReferenceFailure
 from codea1_eval.prompts import code_messages
 
 
@@ -49,3 +52,29 @@ def test_runnable_part_drops_exactly_the_tasks_the_harness_names():
     assert [p.task_id for p in kept.problems] == ["T/0", "T/2"] and skipped == {"T/1": "odd", "T/3": "odd"}
     unchanged, none = runnable_part(kept, {})
     assert unchanged is kept and none == {}
+
+
+def test_failing_references_of_a_must_pass_benchmark_stop_the_run_unless_allowed():
+    problems = [_problem(f"T/{i}") for i in range(3)]
+    benchmark = Benchmark("humaneval+", "evalplus", problems, "/tmp/b.jsonl", "0" * 64, CODE_A1_HARNESS)
+    truth = {"T/0": GroundTruth([], [], ok=True),
+             "T/1": GroundTruth([], [], ok=False, error="Traceback (most recent call last):\nZeroDivisionError: x\n"),
+             "T/2": GroundTruth([], [], ok=False, error="1 reference calls did not return: timeout")}
+    with pytest.raises(ReferenceFailure) as raised:
+        runnable_part(benchmark, truth)
+    assert str(raised.value) == (
+        "the reference solutions of 2 humaneval+ task(s) fail here (0 allowed): T/1 (ZeroDivisionError: x); "
+        "T/2 (1 reference calls did not return: timeout); fix the environment (time limits: --timeout-scale), or "
+        "pass --allow-failing-references to skip those tasks and score the rest")
+    kept, skipped = runnable_part(benchmark, truth, allow_failing_references=True)
+    assert [p.task_id for p in kept.problems] == ["T/0"]
+    assert skipped == {"T/1": "reference fails here: ZeroDivisionError: x",
+                       "T/2": "reference fails here: 1 reference calls did not return: timeout"}
+
+
+def test_bigcodebench_skips_failing_references_with_their_reason_and_never_stops():
+    benchmark = Benchmark("bigcodebench", "unittest", [_problem("T/1")], "/tmp/b.jsonl", "0" * 64,
+                          BIGCODEBENCH_HARNESS)
+    truth = {"T/1": GroundTruth([], [], ok=False, error="AssertionError: needs the network")}
+    kept, skipped = runnable_part(benchmark, truth)
+    assert kept.problems == [] and skipped == {"T/1": "canonical solution fails here: AssertionError: needs the network"}
