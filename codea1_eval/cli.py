@@ -98,6 +98,8 @@ def mul(
     parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
     executor: str = typer.Option("local", help=EXECUTOR_HELP),
     timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
+    allow_failing_references: bool = typer.Option(False, help="Skip tasks whose reference solution fails here "
+                                                  "(default: such failures stop the run)."),
     batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
     backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
     cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
@@ -111,6 +113,7 @@ def mul(
     config = MulConfig(benchmark=benchmark, tester=tester, protocol=protocol, coder=coder, k=k, mode=mode,
                        mutator=mutator, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, sample_file=sample_file, isolation=isolation, timeout_scale=timeout_scale,
+                       allow_failing_references=allow_failing_references,
                        out=out, data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
                        backend_options=parse_backend_options(backend_option), generation_cache=cache,
                        overwrite=overwrite)

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from codea1_eval.asserts import FAITHFUL, MODES, VALID, SuiteResult, extract_asserts, extract_rounds, validate_suites
-from codea1_eval.config import RunOptions
+from codea1_eval.config import RunOptions, run_only
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.groundtruth import compute_ground_truth
+from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.benchmarks.ult import fixed_sample_task_ids, is_position_sample, load_fixed_sample, read_sample_file
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
@@ -64,6 +66,7 @@ class MulConfig(RunOptions):
     sample_file: Path | None = None
     isolation: str = "process"
     timeout_scale: float = 1.0
+    allow_failing_references: bool = run_only(False)
 
     def resolved_protocol(self, benchmark: str) -> str:
         protocol = self.protocol or ("ult" if benchmark.startswith("ult") else "code-a1")
@@ -322,12 +325,16 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
                                            "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
                              "sandbox": asdict(limits)}
     run.write_manifest({**facts, "status": "running"})
+    with progress("ground truth", len(benchmark.problems)) as advance:  # references must run here
+        truth = compute_ground_truth(benchmark, executor, advance)
+    benchmark, facts["skipped"] = runnable_part(benchmark, truth, config.allow_failing_references)
     replies = generate_replies(config, benchmark, run, executor, facts)
     run.write_manifest({**facts, "status": "running"})
     suites = validate(config, benchmark, replies, run, executor)
     matrices = mutate(config, benchmark, suites, run, executor)
     coverage = measure_task_coverage(config, benchmark, suites, run, executor)
     metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
+    metrics["skipped"] = facts["skipped"]
     write_json_atomic(run.file(METRICS), metrics)
     run.write_manifest({**facts, "status": "complete"})
     metrics["run_dir"] = str(run.path)

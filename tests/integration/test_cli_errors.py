@@ -4,6 +4,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
 def _run(*args, env=None, cwd=None):
@@ -70,29 +73,47 @@ def test_malformed_model_output_is_a_scored_failure(tmp_path):
     assert {row["program_status"] for row in rows} == {"load_error"}
 
 
-def test_a_failing_reference_stops_avg_unless_allowed(tmp_path, data_dir):
-    """HumanEval+ with HumanEval/1's canonical solution broken: the run stops with the task named and no
-    scores; with --allow-failing-references it skips that task (recorded with its reason) and scores the rest."""
+def _broken_reference_data(tmp_path, data_dir) -> Path:
+    """HumanEval+ with HumanEval/1's canonical solution broken, and a samples file of the first three
+    tasks' canonical solutions."""
     rows = [json.loads(line) for line in (data_dir / "evalplus" / "HumanEvalPlus-v0.1.10.jsonl").read_text().splitlines()]
-    samples = tmp_path / "samples.jsonl"
-    samples.write_text("".join(json.dumps({"task_id": r["task_id"], "solution": r["prompt"] + r["canonical_solution"]})
-                               + "\n" for r in rows[:3]))
+    (tmp_path / "samples.jsonl").write_text("".join(
+        json.dumps({"task_id": r["task_id"], "solution": r["prompt"] + r["canonical_solution"]}) + "\n" for r in rows[:3]))
     rows[1]["canonical_solution"] = "    raise RuntimeError('broken reference')\n"
     (tmp_path / "data" / "evalplus").mkdir(parents=True)
     (tmp_path / "data" / "evalplus" / "HumanEvalPlus-v0.1.10.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows))
-    args = ["avg", "--samples", str(samples), "--benchmark", "humaneval+", "--limit", "3", "--data-dir",
-            str(tmp_path / "data"), "--out", str(tmp_path / "run")]
-    stopped = _run(*args, env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("command", [["avg", "--samples", "SAMPLES"], ["mul", "--tester", "reference-inputs"],
+                                     ["bon", "--coder", "mutants", "--tester", "smollm2"]], ids=["avg", "mul", "bon"])
+def test_a_failing_reference_stops_the_run_before_any_score(tmp_path, data_dir, command):
+    data = _broken_reference_data(tmp_path, data_dir)
+    args = [str(tmp_path / "samples.jsonl") if arg == "SAMPLES" else arg for arg in command]
+    stopped = _run(*args, "--benchmark", "humaneval+", "--limit", "3", "--data-dir", str(data), "--out",
+                   str(tmp_path / "run"), env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
     assert stopped.returncode == 3 and "Traceback" not in stopped.stderr
     assert [line for line in stopped.stderr.splitlines() if line.startswith("error:")] == [
         "error: the reference solutions of 1 humaneval+ task(s) fail here (0 allowed): HumanEval/1 (87 reference "
-        "calls did not return: RuntimeError: broken reference); fix the environment (time limits: --timeout-scale), or pass --allow-failing-references "
-        "to skip those tasks and score the rest"]
+        "calls did not return: RuntimeError: broken reference); fix the environment (time limits: --timeout-scale), "
+        "or pass --allow-failing-references to skip those tasks and score the rest"]
     assert not (tmp_path / "run" / "metrics.json").exists()
-    allowed = _run(*args, "--allow-failing-references", env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
+
+
+def test_allow_failing_references_skips_them_and_scores_the_rest(tmp_path, data_dir):
+    data = _broken_reference_data(tmp_path, data_dir)
+    allowed = _run("avg", "--samples", str(tmp_path / "samples.jsonl"), "--benchmark", "humaneval+", "--limit", "3",
+                   "--data-dir", str(data), "--out", str(tmp_path / "run"), "--allow-failing-references",
+                   env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
     assert allowed.returncode == 0, allowed.stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["skipped"] == {  # each of its 87 inputs (base and plus) raised
         "HumanEval/1": "reference fails here: 87 reference calls did not return: RuntimeError: broken reference"}
     assert (metrics["n_tasks"], metrics["pass@1"], metrics["gt_pass_rate"]) == (2, 100.0, round(200 / 3, 4))
+    one_task = _run("avg", "--samples", str(tmp_path / "samples.jsonl"), "--benchmark", "humaneval+", "--limit", "1",
+                    "--data-dir", str(data), "--out", str(tmp_path / "one"),
+                    env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
+    assert one_task.returncode == 0, one_task.stderr
+    # the ground truth of HumanEval/0 alone is cached; the one with a failing must-pass reference never was
+    assert len(list((tmp_path / "cache" / "groundtruth").glob("humaneval+-*.pkl"))) == 1
