@@ -37,6 +37,7 @@ from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics import bootstrap_interval
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
+from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.prompts import assert_test_messages
@@ -128,14 +129,25 @@ def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts:
 # ---------------------------------------------------------------------------------------- suites
 
 def make_suites(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]], run: RunDir,
-                facts: dict) -> dict[str, list[dict]]:
+                facts: dict, executor: Executor) -> dict[str, list[dict]]:
     """N suites per problem (per candidate with ``white_box``), each with its usable asserts
-    (suites.jsonl: one record per problem and shown candidate; ``candidate`` is None for black-box)."""
-    jobs = [(p, m if config.white_box else None) for p in benchmark.problems
-            for m in (range(len(candidates[p.task_id])) if config.white_box else [None])]
+    (suites.jsonl: one record per problem and shown candidate; ``candidate`` is None for black-box).
+    The ``reference-inputs`` tester writes one suite per problem, shown no candidate: the reference's
+    outputs on the benchmark's base inputs."""
+    white_box = config.white_box and config.tester != REFERENCE_INPUTS
+    jobs = [(p, m if white_box else None) for p in benchmark.problems
+            for m in (range(len(candidates[p.task_id])) if white_box else [None])]
     done = {(r["task_id"], r["candidate"]): r["suites"] for r in read_jsonl(run.file(SUITES))}
     finished = {i for i, (p, m) in enumerate(jobs) if (p.task_id, m) in done}
-    if len(finished) < len(jobs):
+    if len(finished) < len(jobs) and config.tester == REFERENCE_INPUTS:
+        with JsonlAppender(run.file(SUITES)) as out:
+            for problem, shown in (job for i, job in enumerate(jobs) if i not in finished):
+                reply = reference_inputs_reply(benchmark, problem, executor)
+                done[(problem.task_id, shown)] = [{"response": reply,
+                                                   "asserts": _usable_asserts(reply, problem.entry_point)}]
+                out.append({"task_id": problem.task_id, "candidate": shown, "suites": done[(problem.task_id, shown)]})
+        facts["tester"] = {"model": REFERENCE_INPUTS}
+    elif len(finished) < len(jobs):
         backend = config.load_backend(config.tester)
         requests = [GenerationRequest(
             assert_test_messages(p.question, None if m is None else candidates[p.task_id][m]["code"]),
@@ -304,7 +316,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
         raise UserError("-M (candidates) and -N (suites) must be at least 1")
     for name in config.selectors:
         SELECTORS.check(name)
-    for spec in ({config.coder} - {MUTANTS_CODER}) | {config.tester}:
+    for spec in ({config.coder} - {MUTANTS_CODER}) | ({config.tester} - {REFERENCE_INPUTS}):
         parse_model_spec(spec)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation)
@@ -322,7 +334,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     if not benchmark.problems:
         raise UserError("no task of the benchmark can run here (reasons above)")
     candidates = make_candidates(config, benchmark, run, facts)
-    suites = make_suites(config, benchmark, candidates, run, facts)
+    suites = make_suites(config, benchmark, candidates, run, facts, executor)
     run.write_manifest({**facts, "status": "running"})
     tests = {task_id: problem_tests(task_suites, task_id)[0] for task_id, task_suites in suites.items()}
     executions = execute(config, benchmark, candidates, tests, run, executor)

@@ -124,7 +124,8 @@ def mul(
 def bon(
     coder: str = typer.Option("mutants", help=MODEL_SPEC_HELP + " Or mutants (the reference plus M - 1 of its "
                               "mutants, shuffled)."),
-    tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP),
+    tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP + " Or reference-inputs (one suite per problem: "
+                               "asserts from the reference's outputs on the benchmark's inputs; an upper bound)."),
     benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+ | "
                                   "bigcodebench | bigcodebench-hard"),
     split: Optional[str] = typer.Option(None, help=SPLIT_HELP),

@@ -33,6 +33,7 @@ from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics.coverage import CoverageResult, measure_coverage, micro_average
 from codea1_eval.metrics.kill_matrix import KILLING, kill_matrix
 from codea1_eval.metrics.mutation import MUTATORS, make_mutants
+from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
@@ -41,7 +42,6 @@ from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash
 from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits, make_executor
 
 PROTOCOLS = ("code-a1", "black-box", "ult")
-REFERENCE_INPUTS = "reference-inputs"
 DEFAULT_KS = (1, 2, 5)
 GENERATIONS, CANDIDATES, TESTS, MUTANTS, COVERAGE, METRICS = (
     "generations.jsonl", "candidates.jsonl", "tests.jsonl", "mutants.jsonl", "coverage.jsonl", "metrics.json")
@@ -116,16 +116,10 @@ def white_box_code(config: MulConfig, benchmark: Benchmark, run: RunDir, facts: 
 
 
 def _reference_inputs_replies(benchmark: Benchmark, executor: Executor, k: int) -> dict[str, list[str]]:
-    from codea1_eval.metrics.reference_tests import reference_input_tests
-
     replies = {}
-    with progress("reference-inputs tests", len(benchmark.problems)) as advance:
+    with progress(f"{REFERENCE_INPUTS} tests", len(benchmark.problems)) as advance:
         for problem in benchmark.problems:
-            if problem.inputs is None:
-                raise UserError(f"the {REFERENCE_INPUTS} tester needs a benchmark with inputs "
-                                f"(humaneval+, mbpp+); {benchmark.name} has none")
-            asserts = reference_input_tests(problem, executor, minimum=k)
-            replies[problem.task_id] = ["```python\n" + "\n".join(asserts) + "\n```"]
+            replies[problem.task_id] = [reference_inputs_reply(benchmark, problem, executor, minimum=k)]
             advance(1)
     return replies
 

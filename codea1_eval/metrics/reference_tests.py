@@ -12,9 +12,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from codea1_eval.benchmarks.base import Problem
+from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.errors import UserError
 from codea1_eval.metrics.kill_matrix import REFERENCE_TIME_LIMIT_S, run_reference
 from codea1_eval.sandbox import RETURNED, Executor, Program
+
+REFERENCE_INPUTS = "reference-inputs"
+"""The pseudo-model that writes these asserts: a tester in `mul` and in `bon` (a golden-test upper bound)."""
 
 
 def _literal(value: Any) -> str | None:
@@ -52,3 +56,11 @@ def reference_input_tests(problem: Problem, executor: Executor | None = None, mi
     passing = [test for test, passed in zip(tests, run.passed) if passed]
     base = [test for test in passing if tests[test]]
     return base + [test for test in passing if not tests[test]][:max(0, minimum - len(base))]
+
+
+def reference_inputs_reply(benchmark: Benchmark, problem: Problem, executor: Executor, minimum: int = 0) -> str:
+    """What the ``reference-inputs`` tester answers for ``problem``: its asserts in one code block."""
+    if problem.inputs is None:
+        raise UserError(f"the {REFERENCE_INPUTS} tester needs a benchmark with inputs (humaneval+, mbpp+); "
+                        f"{benchmark.name} has none")
+    return "```python\n" + "\n".join(reference_input_tests(problem, executor, minimum)) + "\n```"

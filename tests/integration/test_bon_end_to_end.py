@@ -72,3 +72,29 @@ def test_white_box_suites_per_candidate_and_rescore_cli(tiny_model, tmp_path):
     unknown = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(run),
                               "--selector", "best"], capture_output=True, text=True, timeout=300)
     assert unknown.returncode == 2 and "unknown selector 'best'" in unknown.stderr
+
+
+def test_reference_inputs_tester_gives_the_golden_upper_bound(tmp_path):
+    """`bon --coder mutants --tester reference-inputs`: one suite per problem, the reference's own asserts
+    (each passes on the reference, by construction); tried as a user would, from the CLI."""
+    from codea1_eval.benchmarks.base import load_benchmark
+    from codea1_eval.metrics.reference_tests import reference_input_tests
+
+    run = tmp_path / "bon"
+    result = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--coder", "mutants", "--tester",
+                             "reference-inputs", "--benchmark", "humaneval+", "--limit", "3", "-M", "4",
+                             "--resamples", "20", "--out", str(run)], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    problems = load_benchmark("humaneval+").problems[:3]
+    suites = list(read_jsonl(run / "suites.jsonl"))
+    assert [(r["task_id"], r["candidate"], len(r["suites"])) for r in suites] == [(p.task_id, None, 1) for p in problems]
+    for record, problem in zip(suites, problems):
+        written = [f"assert {a['call']} == {a['predicted']}" for a in record["suites"][0]["asserts"]]
+        assert written == reference_input_tests(problem)
+    candidates = {r["task_id"]: r["candidates"] for r in read_jsonl(run / "candidates.jsonl")}
+    for problem in load_matrices(run / "matrices.npz"):
+        reference = [c["origin"] for c in candidates[problem.matrix.task_id]].index("reference")
+        assert problem.matrix.passed[reference].all() and problem.matrix.correct[reference]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert json.loads((run / "manifest.json").read_text())["tester"] == {"model": "reference-inputs"}
+    assert metrics["accuracy"]["oracle"] == 100.0 and metrics["n_tasks"] == 3
