@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from codea1_eval import __version__
 from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.benchmarks.unittest_tasks import judge_unittest, unittest_program
 from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import RETURNED, Executor, Program
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS
@@ -33,8 +34,6 @@ class GroundTruth:
 
 def _reference_program(problem: Problem) -> Program:
     if problem.test_runner == "unittest":
-        from codea1_eval.benchmarks.scoring import unittest_program
-
         return unittest_program(problem, problem.reference, UNITTEST_GROUND_TRUTH_LIMIT_S)
     if problem.test_script is not None:
         return Program(problem.reference, None, script=problem.test_script,
@@ -46,8 +45,6 @@ def _reference_program(problem: Problem) -> Program:
 
 def _to_ground_truth(problem: Problem, oracle: str, result) -> GroundTruth:
     if problem.test_runner == "unittest":
-        from codea1_eval.benchmarks.scoring import judge_unittest
-
         verdict = judge_unittest(result)
         return GroundTruth([], [c.duration for c in result.calls], verdict.passed,
                            None if verdict.passed else (verdict.error or "a test did not pass"))

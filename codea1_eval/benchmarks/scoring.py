@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from codea1_eval.benchmarks.base import Benchmark, Problem
-from codea1_eval.benchmarks.bigcodebench import RUNNER_FUNCTION, unittest_methods, unittest_source
+from codea1_eval.benchmarks.bigcodebench import unittest_methods
 from codea1_eval.benchmarks.groundtruth import GroundTruth
+from codea1_eval.benchmarks.unittest_tasks import UNITTEST_TIME_LIMIT_S, judge_unittest, unittest_program
+from codea1_eval.benchmarks.verdict import FAIL, PASS, Verdict
 from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program
 from codea1_eval.sandbox.compare import EvalplusComparator, compare_outputs
 
@@ -14,41 +14,6 @@ MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
 TASK_TIME_CAP_S = 60.0
 SCRIPT_TIME_LIMIT_S = 3.0
-UNITTEST_TIME_LIMIT_S = 20.0
-"""Least time per test method of a unittest task (bigcodebench allows a whole task 240 s by default)."""
-PASS, FAIL = "pass", "fail"
-
-
-@dataclass
-class Verdict:
-    """A candidate's result on one problem: base and plus verdicts (as evalplus reports them)."""
-
-    base_status: str
-    plus_status: str
-    call_statuses: list[str]
-    program_status: str
-    error: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        """Correct on base and plus inputs (the "+" metric of evalplus)."""
-        return self.base_status == PASS and self.plus_status == PASS
-
-    def to_dict(self) -> dict:
-        return {"base_status": self.base_status, "plus_status": self.plus_status,
-                "program_status": self.program_status, "error": self.error,
-                "call_statuses": _run_length(self.call_statuses)}
-
-
-def _run_length(statuses: list[str]) -> list[list]:
-    """Compress per-call statuses as [[status, count], ...] (thousands of inputs per task)."""
-    runs: list[list] = []
-    for status in statuses:
-        if runs and runs[-1][0] == status:
-            runs[-1][1] += 1
-        else:
-            runs.append([status, 1])
-    return runs
 
 
 def _time_limits(times: list[float], scale: float) -> list[float]:
@@ -116,32 +81,9 @@ def judge(benchmark: Benchmark, problem: Problem, truth: GroundTruth | None,
                    first_error)
 
 
-def unittest_program(problem: Problem, code: str, limits: float | list[float]) -> Program:
-    """``code`` with the task's unittest ``TestCases``: one call per test method (bigcodebench), each with
-    its time limit (one number: the same for every method)."""
-    names = unittest_methods(problem.test_script or "")
-    per_test = list(limits) if isinstance(limits, list) else [limits] * len(names)
-    return Program(unittest_source(code, problem.test_script or ""), RUNNER_FUNCTION, calls=[(n,) for n in names],
-                   time_limits=per_test, total_time_limit=sum(per_test) + 10.0)
-
-
 def _unittest_limits(problem: Problem, truth: GroundTruth | None, scale: float) -> float | list[float]:
     """Per test method: max(20 s, 4 × the reference's time on it) × scale (20 s × scale without timings)."""
     count = len(unittest_methods(problem.test_script or ""))
     if truth is None or len(truth.times) != count:
         return UNITTEST_TIME_LIMIT_S * scale
     return [max(UNITTEST_TIME_LIMIT_S, GT_TIME_LIMIT_FACTOR * t) * scale for t in truth.times]
-
-
-def judge_unittest(result: ExecResult) -> Verdict:
-    """Every test method must report "pass"; the first other outcome is the error."""
-    statuses, error = [], None
-    for call in result.calls:
-        if call.status == RETURNED and call.value == "pass":
-            statuses.append(PASS)
-            continue
-        statuses.append(FAIL if call.status == RETURNED else call.status)
-        error = error or (str(call.value)[:2000] if call.status == RETURNED else call.error)
-    passed = bool(statuses) and all(status == PASS for status in statuses)
-    verdict = PASS if passed else FAIL
-    return Verdict(verdict, verdict, statuses, result.status, error or result.error)

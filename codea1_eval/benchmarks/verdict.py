@@ -1,0 +1,39 @@
+"""A candidate's verdict on one problem, as evalplus reports it: base and plus status, per-call statuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PASS, FAIL = "pass", "fail"
+
+
+@dataclass
+class Verdict:
+    """A candidate's result on one problem: base and plus verdicts (as evalplus reports them)."""
+
+    base_status: str
+    plus_status: str
+    call_statuses: list[str]
+    program_status: str
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Correct on base and plus inputs (the "+" metric of evalplus)."""
+        return self.base_status == PASS and self.plus_status == PASS
+
+    def to_dict(self) -> dict:
+        return {"base_status": self.base_status, "plus_status": self.plus_status,
+                "program_status": self.program_status, "error": self.error,
+                "call_statuses": _run_length(self.call_statuses)}
+
+
+def _run_length(statuses: list[str]) -> list[list]:
+    """Compress per-call statuses as [[status, count], ...] (thousands of inputs per task)."""
+    runs: list[list] = []
+    for status in statuses:
+        if runs and runs[-1][0] == status:
+            runs[-1][1] += 1
+        else:
+            runs.append([status, 1])
+    return runs
