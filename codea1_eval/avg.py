@@ -236,26 +236,27 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
     if config.samples is not None:
         identity["samples_sha256"] = file_sha256(Path(config.samples))
     run = RunDir(config.out or config.default_out(), "avg", identity, config.overwrite)
-    facts = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                           "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-             "sandbox": asdict(limits)}
-    run.write_manifest({**facts, "status": "running"})
-    with progress("ground truth", len(benchmark.problems)) as advance:
-        truth = compute_ground_truth(benchmark, executor, advance)
-    benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
-    facts["skipped"] = skipped
-    if config.samples is not None:
-        samples = read_samples_file(Path(config.samples), benchmark)
-    else:
-        samples, generation = generate_samples(config, benchmark, run)
-        facts["generation"] = generation
+    with run.outcome_recorded():
+        facts = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                               "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                 "sandbox": asdict(limits)}
         run.write_manifest({**facts, "status": "running"})
-    verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
-    metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
-    metrics["skipped"] = skipped
-    _write_samples(run, samples, verdicts)
-    write_json_atomic(run.file(METRICS), metrics)
-    run.write_manifest({**facts, "status": "complete"})
-    metrics["run_dir"] = str(run.path)
-    return metrics
+        with progress("ground truth", len(benchmark.problems)) as advance:
+            truth = compute_ground_truth(benchmark, executor, advance)
+        benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
+        facts["skipped"] = skipped
+        if config.samples is not None:
+            samples = read_samples_file(Path(config.samples), benchmark)
+        else:
+            samples, generation = generate_samples(config, benchmark, run)
+            facts["generation"] = generation
+            run.write_manifest({**facts, "status": "running"})
+        verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
+        metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
+        metrics["skipped"] = skipped
+        _write_samples(run, samples, verdicts)
+        write_json_atomic(run.file(METRICS), metrics)
+        run.write_manifest({**facts, "status": "complete"})
+        metrics["run_dir"] = str(run.path)
+        return metrics
 

@@ -323,27 +323,28 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
                                                              "dataset_sha256": benchmark.sha256}, config.overwrite)
-    facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                                           "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                             "sandbox": asdict(limits)}
-    run.write_manifest({**facts, "status": "running"})
-    with progress("ground truth", len(benchmark.problems)) as advance:
-        truth = compute_ground_truth(benchmark, executor, advance)
-    benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
-    facts["skipped"] = skipped
-    if not benchmark.problems:
-        raise UserError("no task of the benchmark can run here (reasons above)")
-    candidates = make_candidates(config, benchmark, run, facts)
-    suites = make_suites(config, benchmark, candidates, run, facts, executor)
-    run.write_manifest({**facts, "status": "running"})
-    tests = {task_id: problem_tests(task_suites, task_id)[0] for task_id, task_suites in suites.items()}
-    executions = execute(config, benchmark, candidates, tests, run, executor)
-    correct = correctness(config, benchmark, candidates, run, executor, truth)
-    matrices = build_matrices(benchmark, candidates, suites, executions, correct)
-    save_matrices(run.file(MATRICES), matrices)
-    metrics = _metrics(config, benchmark.name, matrices, run.path, skipped)
-    run.write_manifest({**facts, "status": "complete"})
-    return metrics
+    with run.outcome_recorded():
+        facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                                               "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                                 "sandbox": asdict(limits)}
+        run.write_manifest({**facts, "status": "running"})
+        with progress("ground truth", len(benchmark.problems)) as advance:
+            truth = compute_ground_truth(benchmark, executor, advance)
+        benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
+        facts["skipped"] = skipped
+        if not benchmark.problems:
+            raise UserError("no task of the benchmark can run here (reasons above)")
+        candidates = make_candidates(config, benchmark, run, facts)
+        suites = make_suites(config, benchmark, candidates, run, facts, executor)
+        run.write_manifest({**facts, "status": "running"})
+        tests = {task_id: problem_tests(task_suites, task_id)[0] for task_id, task_suites in suites.items()}
+        executions = execute(config, benchmark, candidates, tests, run, executor)
+        correct = correctness(config, benchmark, candidates, run, executor, truth)
+        matrices = build_matrices(benchmark, candidates, suites, executions, correct)
+        save_matrices(run.file(MATRICES), matrices)
+        metrics = _metrics(config, benchmark.name, matrices, run.path, skipped)
+        run.write_manifest({**facts, "status": "complete"})
+        return metrics
 
 
 def rescore(run_dir: Path, selectors: Sequence[str], resamples: int = 200, seed: int = 0) -> dict[str, Any]:

@@ -315,21 +315,22 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "mul", {**config.identity(), "dataset_sha256": benchmark.sha256},
                  config.overwrite)
-    facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                                           "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                             "sandbox": asdict(limits)}
-    run.write_manifest({**facts, "status": "running"})
-    with progress("ground truth", len(benchmark.problems)) as advance:  # references must run here
-        truth = compute_ground_truth(benchmark, executor, advance)
-    benchmark, facts["skipped"] = runnable_part(benchmark, truth, config.allow_failing_references)
-    replies = generate_replies(config, benchmark, run, executor, facts)
-    run.write_manifest({**facts, "status": "running"})
-    suites = validate(config, benchmark, replies, run, executor)
-    matrices = mutate(config, benchmark, suites, run, executor)
-    coverage = measure_task_coverage(config, benchmark, suites, run, executor)
-    metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
-    metrics["skipped"] = facts["skipped"]
-    write_json_atomic(run.file(METRICS), metrics)
-    run.write_manifest({**facts, "status": "complete"})
-    metrics["run_dir"] = str(run.path)
-    return metrics
+    with run.outcome_recorded():
+        facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
+                                               "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
+                                 "sandbox": asdict(limits)}
+        run.write_manifest({**facts, "status": "running"})
+        with progress("ground truth", len(benchmark.problems)) as advance:  # references must run here
+            truth = compute_ground_truth(benchmark, executor, advance)
+        benchmark, facts["skipped"] = runnable_part(benchmark, truth, config.allow_failing_references)
+        replies = generate_replies(config, benchmark, run, executor, facts)
+        run.write_manifest({**facts, "status": "running"})
+        suites = validate(config, benchmark, replies, run, executor)
+        matrices = mutate(config, benchmark, suites, run, executor)
+        coverage = measure_task_coverage(config, benchmark, suites, run, executor)
+        metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
+        metrics["skipped"] = facts["skipped"]
+        write_json_atomic(run.file(METRICS), metrics)
+        run.write_manifest({**facts, "status": "complete"})
+        metrics["run_dir"] = str(run.path)
+        return metrics

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -181,13 +182,33 @@ class RunDir:
         self.command = command
         # Facts an earlier session recorded (e.g. which model generated) survive a resume's rewrites.
         self._recorded = previous if self.resumed and previous.get("config_hash") == self.config_hash else {}
+        self._recorded.pop("error", None)  # an earlier session's failure is not this one's
+        self._extra: dict | None = None
 
     def file(self, name: str) -> Path:
         return self.path / name
 
+    @contextmanager
+    def outcome_recorded(self) -> Iterator[None]:
+        """Around a command's work: when it raises, the manifest's status becomes ``interrupted``
+        (Ctrl-C) or ``failed``, with the error, instead of staying ``running``. Writes nothing if no
+        manifest was written yet (a data-parallel worker's view of the run dir)."""
+        try:
+            yield
+        except BaseException as exc:
+            if self._extra is not None:
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                error = "interrupted by the user" if status == "interrupted" else f"{type(exc).__name__}: {exc}"
+                try:
+                    self.write_manifest({**self._extra, "status": status, "error": error})
+                except OSError:
+                    pass  # a full disk: the manifest keeps saying running; the error reaches the user anyway
+            raise
+
     def write_manifest(self, extra: dict) -> None:
         """(Re)write manifest.json with versions, git revision, host and ``extra`` facts (on top of
         the facts recorded before a resume)."""
+        self._extra = {key: value for key, value in extra.items() if key != "error"}
         manifest = {
             **self._recorded,
             "schema": SCHEMA_VERSION,

@@ -14,6 +14,7 @@ Rerunning with the same OUT and config, or ``--resume OUT``, continues from the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -138,52 +139,54 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
         for name in (LOG, ROLLOUTS):
             write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= state["step"]])
         run.write_manifest({"status": "running", **facts})
-    ranks.barrier()
-    if not ranks.is_main:
-        run = RunDir(out, "train", config.identity())
-        state = _state(run)
-    start = state["step"]
-    book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
+    # the main process marks the manifest failed or interrupted when training raises
+    with run.outcome_recorded() if ranks.is_main else contextlib.nullcontext():
+        ranks.barrier()
+        if not ranks.is_main:
+            run = RunDir(out, "train", config.identity())
+            state = _state(run)
+        start = state["step"]
+        book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
 
-    def policy(plan: PolicyPlan) -> Policy:
-        saved = run.file(plan.saved_as[0])
-        checkpoint = saved if start and (saved / "config.json").is_file() else _checkpoint_of(plan.spec)
-        return Policy(checkpoint, PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
-                                                 config.learning_rate, config.warmup_steps, config.kl_beta,
-                                                 config.steps, config.seed, config.rollout_engine, config.vllm_mode,
-                                                 config.vllm_server), run.path / f".trl-{plan.role}")
+        def policy(plan: PolicyPlan) -> Policy:
+            saved = run.file(plan.saved_as[0])
+            checkpoint = saved if start and (saved / "config.json").is_file() else _checkpoint_of(plan.spec)
+            return Policy(checkpoint, PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
+                                                     config.learning_rate, config.warmup_steps, config.kl_beta,
+                                                     config.steps, config.seed, config.rollout_engine, config.vllm_mode,
+                                                     config.vllm_server), run.path / f".trl-{plan.role}")
 
-    executor = Executor(SandboxLimits(isolation=config.isolation),
-                        parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
-    check_sandbox(executor)  # before the policies load: a sandbox that cannot run stops the run at once
-    policies = {plan.role: policy(plan) for plan in plans}
-    last: dict[str, Any] = {}
-    with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:
-        for step in range(start + 1, config.steps + 1):
-            began = time.monotonic()
-            torch.manual_seed(config.seed * 1_000_003 + step + 100_003 * ranks.index)
-            batch = questions_for_step(problems, step - 1, config.questions_per_step, config.seed)
-            before = {p.question_id: dict(book.entries(p.question_id)) for p in batch}
-            outcome = mode.step(local, ranks.shard(batch), policies, book, executor)
-            updates = {role: policies[role].update(*outcome.updates[role]) for role in policies}
-            _check_replicas(ranks, policies)
-            scores, records = _gathered(ranks, outcome, book, before)
-            last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(scores, book).items()},
-                    **_update_fields(updates), "step_seconds": round(time.monotonic() - began, 3)}
-            if ranks.is_main:
-                book.save(run.file(BOOK))
-                with run.file(ROLLOUTS).open("a") as rollouts:
-                    rollouts.writelines(json.dumps({"schema": SCHEMA, "step": step, **r}) + "\n" for r in records)
-                with run.file(LOG).open("a") as log:
-                    log.write(json.dumps(last) + "\n")
-            if step % config.save_every == 0 or step == config.steps:
+        executor = Executor(SandboxLimits(isolation=config.isolation),
+                            parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
+        check_sandbox(executor)  # before the policies load: a sandbox that cannot run stops the run at once
+        policies = {plan.role: policy(plan) for plan in plans}
+        last: dict[str, Any] = {}
+        with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:
+            for step in range(start + 1, config.steps + 1):
+                began = time.monotonic()
+                torch.manual_seed(config.seed * 1_000_003 + step + 100_003 * ranks.index)
+                batch = questions_for_step(problems, step - 1, config.questions_per_step, config.seed)
+                before = {p.question_id: dict(book.entries(p.question_id)) for p in batch}
+                outcome = mode.step(local, ranks.shard(batch), policies, book, executor)
+                updates = {role: policies[role].update(*outcome.updates[role]) for role in policies}
+                _check_replicas(ranks, policies)
+                scores, records = _gathered(ranks, outcome, book, before)
+                last = {"step": step, **{k: round(v, 6) for k, v in step_statistics(scores, book).items()},
+                        **_update_fields(updates), "step_seconds": round(time.monotonic() - began, 3)}
                 if ranks.is_main:
-                    _save_checkpoint(run, plans, policies, step, book)
-                ranks.barrier()
-            advance(1)
-    if ranks.is_main:
-        run.write_manifest({"status": "complete", **facts})
-    return last
+                    book.save(run.file(BOOK))
+                    with run.file(ROLLOUTS).open("a") as rollouts:
+                        rollouts.writelines(json.dumps({"schema": SCHEMA, "step": step, **r}) + "\n" for r in records)
+                    with run.file(LOG).open("a") as log:
+                        log.write(json.dumps(last) + "\n")
+                if step % config.save_every == 0 or step == config.steps:
+                    if ranks.is_main:
+                        _save_checkpoint(run, plans, policies, step, book)
+                    ranks.barrier()
+                advance(1)
+        if ranks.is_main:
+            run.write_manifest({"status": "complete", **facts})
+        return last
 
 
 def _checkpoint_dirs(plans: list[PolicyPlan]) -> list[str]:

@@ -99,14 +99,21 @@ def test_a_failing_reference_stops_the_run_before_any_score(tmp_path, data_dir, 
         "calls did not return: RuntimeError: broken reference); fix the environment (time limits: --timeout-scale), "
         "or pass --allow-failing-references to skip those tasks and score the rest"]
     assert not (tmp_path / "run" / "metrics.json").exists()
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    assert manifest["error"].startswith("ReferenceFailure: the reference solutions of 1 humaneval+ task(s) fail here")
 
 
 def test_allow_failing_references_skips_them_and_scores_the_rest(tmp_path, data_dir):
     data = _broken_reference_data(tmp_path, data_dir)
-    allowed = _run("avg", "--samples", str(tmp_path / "samples.jsonl"), "--benchmark", "humaneval+", "--limit", "3",
-                   "--data-dir", str(data), "--out", str(tmp_path / "run"), "--allow-failing-references",
-                   env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
+    args = ["avg", "--samples", str(tmp_path / "samples.jsonl"), "--benchmark", "humaneval+", "--limit", "3",
+            "--data-dir", str(data), "--out", str(tmp_path / "run")]
+    environment = {**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")}
+    assert _run(*args, env=environment).returncode == 3  # stops; the same run dir then continues with the flag
+    allowed = _run(*args, "--allow-failing-references", env=environment)
     assert allowed.returncode == 0, allowed.stderr
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and "error" not in manifest  # the failure is history
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["skipped"] == {  # each of its 87 inputs (base and plus) raised
         "HumanEval/1": "reference fails here: 87 reference calls did not return: RuntimeError: broken reference"}

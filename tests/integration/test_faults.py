@@ -157,7 +157,8 @@ def test_ctrl_c_mid_run_then_resume(samples, reference_metrics, tmp_path):
     assert stderr.strip().splitlines()[-1] == "interrupted: finished work is saved; rerun the same command to resume"
     before = list(read_jsonl(run / "executions.jsonl"))
     assert 5 <= len(before) < TASKS
-    assert json.loads((run / "manifest.json").read_text())["status"] != "complete"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert (manifest["status"], manifest["error"]) == ("interrupted", "interrupted by the user")
     _check_resume(samples, run, before, reference_metrics)
 
 

@@ -99,6 +99,11 @@ def test_commands_stop_with_one_line_and_write_no_scores(broken_bwrap, tmp_path,
                              "bwrap", "--out", str(out)], capture_output=True, text=True, timeout=300, env=os.environ)
     _one_line_error(result, "'bwrap' isolation level", "No permissions to create new namespace")
     assert not _scores_written(out, command)
+    if command == "train":  # its run dir opens before the canary runs: the manifest says why it stopped
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["status"] == "failed" and manifest["error"].startswith("SandboxError: the sandbox cannot run")
+    else:  # the canary runs before the run dir opens
+        assert not out.exists()
 
 
 MISSING_INTERPRETER = """import os, runpy, sys
