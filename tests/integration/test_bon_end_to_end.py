@@ -17,7 +17,7 @@ from codea1_eval.scaling.store import load_matrices
 pytestmark = pytest.mark.slow
 
 SMALL = dict(benchmark="humaneval+", coder="mutants", tester="smollm2", candidates=4, suites=2, limit=3,
-             max_tokens=256, resamples=20)
+             max_tokens=160, resamples=20)
 
 
 def test_mutants_coder_with_smollm2_tester_runs_resumes_and_rescores(tmp_path):

@@ -17,10 +17,11 @@ from codea1_eval.benchmarks.base import load_benchmark
 
 pytestmark = pytest.mark.slow
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_SCALE = 3
+TIMEOUT_SCALE = 10
 """The subject is the install path, not timing: beside two other test processes on 2 cores, 3 of the
 ~124,000 inputs of the canonical solutions went past evalplus' max(1 s, 4 x reference) limits at scale 1
-and 1 at scale 3 (the suite runs its tests one after another, so nothing competes with it there)."""
+and 1 at scale 3, and in CI another pytest-xdist worker shares the cores (limits only end slow calls:
+a larger scale costs nothing when every call is fast)."""
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,12 @@ from codea1_eval.results import read_jsonl
 
 pytestmark = pytest.mark.slow
 
-MUL = ["mul", "--tester", "smollm2", "--benchmark", "humaneval+", "--limit", "3", "-k", "2",
-       "--max-tokens", "128"]
+# mul: the tiny test model (tests/tiny_model.py) as tester, one request per generation call (--batch-size 1),
+# so records arrive one task at a time and a kill lands between them; the subject is the machinery.
+MUL = ["mul", "--tester", "TINY", "--benchmark", "humaneval+", "--limit", "3", "-k", "2", "--max-tokens", "128",
+       "--batch-size", "1"]
+# bon: SmolLM2, whose suites hold usable asserts for these tasks (the tiny model's do not), so that the
+# execution stage has work to kill.
 BON = ["bon", "--coder", "mutants", "--tester", "smollm2", "--benchmark", "humaneval+", "--limit", "3",
        "-M", "4", "-N", "2", "--max-tokens", "256", "--resamples", "20"]
 
@@ -84,8 +88,13 @@ def _kill_twice_then_finish(args: list[str], tmp_path: Path, stages: list[tuple[
     return run
 
 
-def test_mul_killed_in_generation_and_in_mutation_resumes_to_identical_metrics(tmp_path):
-    run = _kill_twice_then_finish(MUL, tmp_path, [("generations.jsonl", 1), ("mutants.jsonl", 1)])
+def _with_model(args: list[str], model: Path) -> list[str]:
+    return [str(model) if arg == "TINY" else arg for arg in args]
+
+
+def test_mul_killed_in_generation_and_in_mutation_resumes_to_identical_metrics(tiny_model, tmp_path):
+    run = _kill_twice_then_finish(_with_model(MUL, tiny_model), tmp_path,
+                                  [("generations.jsonl", 1), ("mutants.jsonl", 1)])
     assert _metrics(run)["n_tasks"] == 3 and len(_records(run / "mutants.jsonl")) == 3
 
 

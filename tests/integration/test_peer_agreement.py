@@ -22,9 +22,9 @@ from codea1_eval.prompts import code_messages
 
 pytestmark = pytest.mark.slow
 
-GENERATED_TASKS = 10
+GENERATED_TASKS = 8
 SAMPLES_PER_TASK = 2
-MUTANTS_PER_TASK = 4
+MUTANTS_PER_TASK = 2
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 
 
@@ -68,7 +68,7 @@ def test_verdicts_agree_with_evalplus(samples_file, data_dir, tmp_path):
         counters[row["task_id"]] = index + 1
         ours[(row["task_id"], index)] = (row["base_status"] == "pass", row["plus_status"] == "pass")
     assert set(ours) == set(theirs)
-    assert len(ours) >= 500 and metrics["n_samples"] == len(ours)
+    assert len(ours) >= 320 and metrics["n_samples"] == len(ours)
     disagreements = sorted(key for key in ours if ours[key] != theirs[key])
     for key in disagreements:
         print(f"disagreement {key}: ours={ours[key]} evalplus={theirs[key]} "

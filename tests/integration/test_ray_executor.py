@@ -1,7 +1,7 @@
 """`--executor ray` on a real two-node Ray cluster on this machine (GCS on 127.0.0.1, a head and one
 worker node, one CPU each): `avg` gives exactly the local executor's metrics and per-sample verdicts.
 
-The samples are real programs with known-different behaviour: for the first 40 HumanEval+ tasks, the
+The samples are real programs with known-different behaviour: for the first 24 HumanEval+ tasks, the
 canonical solution and one mutmut mutant each.
 """
 
@@ -21,7 +21,7 @@ from codea1_eval.metrics.mutation import make_mutants
 from codea1_eval.results import read_jsonl
 
 pytestmark = pytest.mark.slow
-TASKS = 40
+TASKS = 24
 RAY = Path(sys.executable).with_name("ray")
 
 

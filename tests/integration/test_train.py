@@ -166,7 +166,7 @@ def test_code_a1_mode_with_smollm2_in_both_roles(smoke_data, tmp_path):
     """The adversarial mode end to end on the real model: SmolLM2 writes codes and, shown each code, suites."""
     out = tmp_path / "code-a1"
     result = _cli("train", "--coder", "smollm2", "--tester", "smollm2", "--data", str(smoke_data), "--steps", "1",
-                  "-M", "2", "-N", "2", "--max-new-tokens", "64", "--questions-per-step", "1", "--temperature", "0.7",
+                  "-M", "2", "-N", "2", "--max-new-tokens", "32", "--questions-per-step", "1", "--temperature", "0.7",
                   "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     for role in ("code", "test"):
@@ -182,7 +182,7 @@ def test_code_a1_mode_with_smollm2_in_both_roles(smoke_data, tmp_path):
 def test_golden_mode_rewards_codes_with_their_ground_truth(smoke_data, tmp_path):
     out = tmp_path / "golden"
     result = _cli("train", "--mode", "golden", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
-                  "-M", "2", "--max-new-tokens", "64", "--questions-per-step", "1", "--out", str(out))
+                  "-M", "2", "--max-new-tokens", "32", "--questions-per-step", "1", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "code" / "model.safetensors").is_file() and not (out / "test").exists()
     record, = read_jsonl(out / "rollouts.jsonl")
@@ -200,7 +200,7 @@ def test_self_play_mode_trains_one_model_in_both_roles(smoke_data, tmp_path):
 
     out = tmp_path / "self-play"
     result = _cli("train", "--mode", "self-play", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
-                  "-M", "2", "-N", "2", "--max-new-tokens", "64", "--questions-per-step", "1", "--out", str(out))
+                  "-M", "2", "-N", "2", "--max-new-tokens", "32", "--questions-per-step", "1", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     assert _max_difference(out / "code", out / "test") == 0.0  # the one model, saved in both places
     record, = read_jsonl(out / "rollouts.jsonl")

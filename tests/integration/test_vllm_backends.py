@@ -139,16 +139,17 @@ def test_avg_with_the_offline_engine_resumes_and_rescores(tmp_path, data_dir):
     assert rescored["avg@1"] == metrics["avg@1"]
 
 
-def test_bon_with_the_server_as_coder_and_smollm2_as_tester(server, tmp_path):
+def test_bon_with_the_server_as_coder_and_a_checkpoint_dir_as_tester(server, tiny_model, tmp_path):
+    """Wiring: the server's SmolLM2 writes the candidates, the tiny test model (hf) the suites."""
     run = tmp_path / "bon"
-    metrics = run_bon(BonConfig(benchmark="humaneval+", coder=server.spec, tester="smollm2", candidates=3, suites=2,
+    metrics = run_bon(BonConfig(benchmark="humaneval+", coder=server.spec, tester=str(tiny_model), candidates=3, suites=2,
                                 limit=2, max_tokens=192, resamples=20, out=run))
     candidates = list(read_jsonl(run / "candidates.jsonl"))
     assert len(candidates) == 2 and all(len(r["candidates"]) == 3 for r in candidates)
     assert all(c["origin"] == "generated" and c["response"] for r in candidates for c in r["candidates"])
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["coder"]["model"].startswith("openai:smollm2@http://127.0.0.1:")
-    assert manifest["tester"]["model"].startswith("smollm2:")
+    assert manifest["tester"]["model"].startswith(f"hf:{tiny_model}@")
     assert metrics["n_tasks"] == 2 and metrics["accuracy"]["oracle"] >= metrics["accuracy"]["most-passed"]
 
 
