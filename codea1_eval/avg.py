@@ -12,15 +12,15 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
-from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness, runnable_part
-from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
+from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness
+from codea1_eval.benchmarks.groundtruth import ground_truth_pass_rate
 from codea1_eval.benchmarks.scoring import candidate_program, judge
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
@@ -28,6 +28,7 @@ from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_pro
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
                                  write_jsonl_atomic)
 from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
+from codea1_eval.stages import ground_truth_stage
 
 REPORTED_KS = (1, 8, 16, 32)
 GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
@@ -237,14 +238,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         identity["samples_sha256"] = file_sha256(Path(config.samples))
     run = RunDir(config.out or config.default_out(), "avg", identity, config.overwrite)
     with run.outcome_recorded():
-        facts = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                               "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                 "sandbox": asdict(limits)}
-        run.write_manifest({**facts, "status": "running"})
-        with progress("ground truth", len(benchmark.problems)) as advance:
-            truth = compute_ground_truth(benchmark, executor, advance)
-        benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
-        facts["skipped"] = skipped
+        benchmark, truth, facts = ground_truth_stage(run, benchmark, executor, config.allow_failing_references)
         if config.samples is not None:
             samples = read_samples_file(Path(config.samples), benchmark)
         else:
@@ -253,7 +247,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
             run.write_manifest({**facts, "status": "running"})
         verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
         metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
-        metrics["skipped"] = skipped
+        metrics["skipped"] = facts["skipped"]
         _write_samples(run, samples, verdicts)
         write_json_atomic(run.file(METRICS), metrics)
         run.write_manifest({**facts, "status": "complete"})

@@ -29,20 +29,20 @@ import numpy as np
 from codea1_eval.asserts import calls_program, extract_asserts, holds, value_source
 from codea1_eval.avg import code_requests
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
-from codea1_eval.benchmarks.groundtruth import GroundTruth, compute_ground_truth
-from codea1_eval.benchmarks.harness import runnable_part
+from codea1_eval.benchmarks.groundtruth import GroundTruth
 from codea1_eval.benchmarks.scoring import candidate_program, judge
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics import bootstrap_interval
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply
+from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply, require_inputs
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.prompts import assert_test_messages
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
 from codea1_eval.sandbox import RETURNED, Executor, SandboxLimits, make_executor
+from codea1_eval.stages import ground_truth_stage
 from codea1_eval.scaling import SELECTORS, ProblemMatrix, accuracy, cure_stats, plot_curves, scaling_curves
 from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
 
@@ -319,19 +319,14 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     for spec in ({config.coder} - {MUTANTS_CODER}) | ({config.tester} - {REFERENCE_INPUTS}):
         parse_model_spec(spec)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
+    if config.tester == REFERENCE_INPUTS:
+        require_inputs(benchmark)
     limits = SandboxLimits(isolation=config.isolation)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
                                                              "dataset_sha256": benchmark.sha256}, config.overwrite)
     with run.outcome_recorded():
-        facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                                               "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                                 "sandbox": asdict(limits)}
-        run.write_manifest({**facts, "status": "running"})
-        with progress("ground truth", len(benchmark.problems)) as advance:
-            truth = compute_ground_truth(benchmark, executor, advance)
-        benchmark, skipped = runnable_part(benchmark, truth, config.allow_failing_references)
-        facts["skipped"] = skipped
+        benchmark, truth, facts = ground_truth_stage(run, benchmark, executor, config.allow_failing_references)
         if not benchmark.problems:
             raise UserError("no task of the benchmark can run here (reasons above)")
         candidates = make_candidates(config, benchmark, run, facts)
@@ -342,7 +337,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
         correct = correctness(config, benchmark, candidates, run, executor, truth)
         matrices = build_matrices(benchmark, candidates, suites, executions, correct)
         save_matrices(run.file(MATRICES), matrices)
-        metrics = _metrics(config, benchmark.name, matrices, run.path, skipped)
+        metrics = _metrics(config, benchmark.name, matrices, run.path, facts["skipped"])
         run.write_manifest({**facts, "status": "complete"})
         return metrics
 

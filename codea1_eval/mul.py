@@ -24,8 +24,6 @@ from typing import Any
 from codea1_eval.asserts import FAITHFUL, MODES, VALID, SuiteResult, extract_asserts, extract_rounds, validate_suites
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
-from codea1_eval.benchmarks.groundtruth import compute_ground_truth
-from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.benchmarks.ult import fixed_sample_task_ids, is_position_sample, load_fixed_sample, read_sample_file
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
@@ -33,13 +31,14 @@ from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics.coverage import CoverageResult, measure_coverage, micro_average
 from codea1_eval.metrics.kill_matrix import KILLING, kill_matrix
 from codea1_eval.metrics.mutation import MUTATORS, make_mutants
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply
+from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply, require_inputs
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
 from codea1_eval.models.driver import generate_all, generation_facts, task_seed
 from codea1_eval.prompts import assert_test_messages, code_messages, ult_round_messages
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
 from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits, make_executor
+from codea1_eval.stages import ground_truth_stage
 
 PROTOCOLS = ("code-a1", "black-box", "ult")
 DEFAULT_KS = (1, 2, 5)
@@ -310,19 +309,15 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         parse_model_spec(config.coder)
     benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
     config.resolved_protocol(benchmark.name)
+    if config.tester == REFERENCE_INPUTS:
+        require_inputs(benchmark)
     sample_ids = _sample_ids(config, benchmark)
     limits = SandboxLimits(isolation=config.isolation)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "mul", {**config.identity(), "dataset_sha256": benchmark.sha256},
                  config.overwrite)
     with run.outcome_recorded():
-        facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
-                                               "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                                 "sandbox": asdict(limits)}
-        run.write_manifest({**facts, "status": "running"})
-        with progress("ground truth", len(benchmark.problems)) as advance:  # references must run here
-            truth = compute_ground_truth(benchmark, executor, advance)
-        benchmark, facts["skipped"] = runnable_part(benchmark, truth, config.allow_failing_references)
+        benchmark, _, facts = ground_truth_stage(run, benchmark, executor, config.allow_failing_references)
         replies = generate_replies(config, benchmark, run, executor, facts)
         run.write_manifest({**facts, "status": "running"})
         suites = validate(config, benchmark, replies, run, executor)

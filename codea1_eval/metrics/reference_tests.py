@@ -10,6 +10,7 @@ and only those that pass are returned: they pass 100% on the reference by constr
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Any
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
@@ -58,9 +59,14 @@ def reference_input_tests(problem: Problem, executor: Executor | None = None, mi
     return base + [test for test in passing if not tests[test]][:max(0, minimum - len(base))]
 
 
-def reference_inputs_reply(benchmark: Benchmark, problem: Problem, executor: Executor, minimum: int = 0) -> str:
-    """What the ``reference-inputs`` tester answers for ``problem``: its asserts in one code block."""
-    if problem.inputs is None:
+def require_inputs(benchmark: Benchmark) -> None:
+    """The ``reference-inputs`` tester needs input/output tasks: a clear error before any work otherwise."""
+    if any(problem.inputs is None for problem in benchmark.problems):
         raise UserError(f"the {REFERENCE_INPUTS} tester needs a benchmark with inputs (humaneval+, mbpp+); "
                         f"{benchmark.name} has none")
+
+
+def reference_inputs_reply(benchmark: Benchmark, problem: Problem, executor: Executor, minimum: int = 0) -> str:
+    """What the ``reference-inputs`` tester answers for ``problem``: its asserts in one code block."""
+    require_inputs(replace(benchmark, problems=[problem]))
     return "```python\n" + "\n".join(reference_input_tests(problem, executor, minimum)) + "\n```"
