@@ -142,7 +142,7 @@ def make_suites(config: BonConfig, benchmark: Benchmark, candidates: dict[str, l
     if len(finished) < len(jobs) and config.tester == REFERENCE_INPUTS:
         with JsonlAppender(run.file(SUITES)) as out:
             for problem, shown in (job for i, job in enumerate(jobs) if i not in finished):
-                reply = reference_inputs_reply(benchmark, problem, executor)
+                reply = reference_inputs_reply(problem, executor)
                 done[(problem.task_id, shown)] = [{"response": reply,
                                                    "asserts": _usable_asserts(reply, problem.entry_point)}]
                 out.append({"task_id": problem.task_id, "candidate": shown, "suites": done[(problem.task_id, shown)]})

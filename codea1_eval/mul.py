@@ -118,7 +118,7 @@ def _reference_inputs_replies(benchmark: Benchmark, executor: Executor, k: int) 
     replies = {}
     with progress(f"{REFERENCE_INPUTS} tests", len(benchmark.problems)) as advance:
         for problem in benchmark.problems:
-            replies[problem.task_id] = [reference_inputs_reply(benchmark, problem, executor, minimum=k)]
+            replies[problem.task_id] = [reference_inputs_reply(problem, executor, minimum=k)]
             advance(1)
     return replies
 

@@ -10,7 +10,6 @@ and only those that pass are returned: they pass 100% on the reference by constr
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from typing import Any
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
@@ -66,7 +65,7 @@ def require_inputs(benchmark: Benchmark) -> None:
                         f"{benchmark.name} has none")
 
 
-def reference_inputs_reply(benchmark: Benchmark, problem: Problem, executor: Executor, minimum: int = 0) -> str:
-    """What the ``reference-inputs`` tester answers for ``problem``: its asserts in one code block."""
-    require_inputs(replace(benchmark, problems=[problem]))
+def reference_inputs_reply(problem: Problem, executor: Executor, minimum: int = 0) -> str:
+    """What the ``reference-inputs`` tester answers for ``problem`` (checked by ``require_inputs`` first):
+    its asserts in one code block."""
     return "```python\n" + "\n".join(reference_input_tests(problem, executor, minimum)) + "\n```"
