@@ -1,8 +1,10 @@
 import pandas as pd
 import pytest
 
-from codea1_eval.benchmarks.base import load_benchmark
+from codea1_eval.benchmarks.base import Problem, load_benchmark
 from codea1_eval.benchmarks.data import resolve_data_file
+from codea1_eval.benchmarks.groundtruth import GroundTruth
+from codea1_eval.benchmarks.scoring import candidate_program
 from codea1_eval.errors import UserError
 
 
@@ -67,3 +69,11 @@ def test_corrupt_file_is_a_user_error(tmp_path):
     (tmp_path / "HumanEvalPlus-v0.1.10.jsonl").write_text('{"task_id": "HumanEval/0"}\n{broken')
     with pytest.raises(UserError, match="is not a valid HumanEval\\+ file"):
         load_benchmark("humaneval+", tmp_path)
+
+
+def test_input_time_limits_are_evalplus_defaults_times_the_scale():
+    # evalplus: max(min_time_limit=1.0, gt_time_limit_factor=4.0 * reference seconds) per input.
+    problem = Problem("t/0", "q", "f", "def f(x): return x", inputs=[[1], [2], [3]], n_base=2)
+    truth = GroundTruth(outputs=[1, 2, 3], times=[0.1, 0.5, 0.25], ok=True)
+    assert candidate_program(problem, truth, problem.reference).time_limits == [1.0, 2.0, 1.0]
+    assert candidate_program(problem, truth, problem.reference, 3.0).time_limits == [3.0, 6.0, 3.0]
