@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from codea1_eval.asserts import calls_program, extract_asserts, holds, value_source
+from codea1_eval.asserts import AssertCheck, assert_program, assert_verdicts, extract_asserts, value_source
 from codea1_eval.avg import code_requests
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.groundtruth import GroundTruth
@@ -209,19 +209,16 @@ def execute(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[
             if key not in done and tests[problem.task_id]:
                 pending[key] = (problem.task_id, candidate["code"], tests[problem.task_id])
     keys = list(pending)
-    programs = (calls_program(pending[k][1], [text for t in pending[k][2] for text in (t["call"], t["predicted"])],
-                              config.call_time_limit) for k in keys)
+    checks = {k: [AssertCheck(t["call"], t["op"], predicted=t["predicted"]) for t in pending[k][2]] for k in keys}
+    programs = (assert_program(pending[k][1], checks[k], config.call_time_limit) for k in keys)
     with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
         for index, result in executor.map_unordered(programs):
-            task_id, _, task_tests = pending[keys[index]]
-            calls = result.calls
-            record = {"key": keys[index], "task_id": task_id, "program_status": result.status,
-                      "passed": [calls[2 * t].status == RETURNED and calls[2 * t + 1].status == RETURNED
-                                 and holds(test["op"], calls[2 * t].value, calls[2 * t + 1].value)
-                                 for t, test in enumerate(task_tests)],
-                      "outputs": [output_key(calls[2 * t]) for t in range(len(task_tests))]}
+            key = keys[index]
+            verdicts = assert_verdicts(checks[key], result)
+            record = {"key": key, "task_id": pending[key][0], "program_status": result.status,
+                      "passed": list(verdicts.passed), "outputs": [output_key(c) for c in verdicts.outcomes]}
             out.append(record)
-            done[keys[index]] = record
+            done[key] = record
             advance(1)
     return done
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
-from codea1_eval.asserts import VALID, AssertResult, calls_program, extract_asserts, literal_value, passes
+from codea1_eval.asserts import VALID, AssertJob, AssertResult, extract_asserts, literal_value, run_asserts
 from codea1_eval.errors import UserError
 from codea1_eval.extract import extract_code
 from codea1_eval.prompts import assert_test_messages, code_messages
 from codea1_eval.registry import Registry
-from codea1_eval.sandbox import OK, Executor
+from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem
 from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.mistake_book import MistakeBook
@@ -198,15 +198,11 @@ def _usable_tests(response: str, entry_point: str) -> list:
 def _run_tests(batch: Sequence[TrainProblem], codes: list[list[str]], suite_tests: list[list[list]],
                executor: Executor) -> list[list[list[bool]]]:
     """verdicts[question][code][test] over the question's suites' tests in suite order."""
-    jobs = [(q, code, [t for suite in suite_tests[q] for t in suite]) for q in range(len(batch)) for code in codes[q]]
-    runnable = [(code, tests) for _, code, tests in jobs if tests]
-    results = iter(executor.map([calls_program(code, [t.call for t in tests], CALL_TIME_LIMIT_S)
-                                 for code, tests in runnable]))
+    jobs = [(q, AssertJob(code, [t.check() for suite in suite_tests[q] for t in suite]))
+            for q in range(len(batch)) for code in codes[q]]
     verdicts: list[list[list[bool]]] = [[] for _ in batch]
-    for q, _, tests in jobs:
-        result = next(results) if tests else None
-        calls = result.calls if result is not None and result.status == OK else []
-        verdicts[q].append([i < len(calls) and passes(test, calls[i]) for i, test in enumerate(tests)])
+    for (q, _), run in zip(jobs, run_asserts(executor, [job for _, job in jobs], CALL_TIME_LIMIT_S)):
+        verdicts[q].append(list(run.passed))
     return verdicts
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from codea1_eval.asserts import (FAITHFUL, NO_ASSERT, NOT_A_CALL, UNPARSEABLE, VALID, AssertResult, SuiteResult,
-                                 calls_program, extract_asserts, passes, validate_suites)
-from codea1_eval.sandbox import OK, RETURNED, Executor
+                                 AssertJob, extract_asserts, run_asserts, validate_suites)
+from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem
 from codea1_eval.train.grpo_math import population_std, topvar_select
 from codea1_eval.train.mistake_book import DEFAULT_TOP, MistakeBook
@@ -84,7 +84,7 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
     extractions = [extract_asserts(suite_responses[p.question_id][m][n], p.entry_point) for p, m, n in jobs]
     validated = dict(zip(((p.question_id, m, n) for p, m, n in jobs),
                          validate_suites(extractions, [p.solution for p, _, _ in jobs], mode, executor)))
-    scores, programs, tests_per_program = [], [], []
+    scores, jobs_to_run, tests_per_program = [], [], []
     for problem in problems:
         qid = problem.question_id
         history = [t for t in (history_test(tc, problem.entry_point) for tc in book.top(qid, DEFAULT_TOP)) if t]
@@ -93,16 +93,13 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
         for m, code in enumerate(codes):
             suites = [validated[(qid, m, n)] for n in range(len(suite_responses[qid][m]))]
             tests = [t for suite in suites for t in suite.kept] + history
-            tests_per_program.append((problem, m, suites, history, tests))
-            programs.append(calls_program(code, [f"callable({problem.entry_point})", *(t.call for t in tests)],
-                                          CALL_TIME_LIMIT_S))
+            tests_per_program.append((problem, m, suites, history))
+            # the guard: a code that fails to load, or does not define the entry point, passes nothing
+            jobs_to_run.append(AssertJob(code, [t.check() for t in tests], f"callable({problem.entry_point})"))
     by_question = {s.question_id: s for s in scores}
-    for (problem, m, suites, history, tests), result in zip(tests_per_program, executor.map(programs)):
-        probe, calls = (result.calls[0], result.calls[1:]) if result.calls else (None, [])
-        defines = result.status == OK and probe is not None and probe.status == RETURNED and probe.value is True
-        # a code that fails to load returns no calls: every test fails
-        verdicts = [defines and i < len(calls) and passes(test, calls[i]) for i, test in enumerate(tests)]
-        _score_code(by_question[problem.question_id], m, suites, history, verdicts, defines,
+    for (problem, m, suites, history), run in zip(tests_per_program,
+                                                  run_asserts(executor, jobs_to_run, CALL_TIME_LIMIT_S)):
+        _score_code(by_question[problem.question_id], m, suites, history, list(run.passed), run.guard_held,
                     suite_responses[problem.question_id][m], alpha)
     for question in scores:
         _update_book(book, question)

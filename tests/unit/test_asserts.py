@@ -6,7 +6,8 @@ import math
 import pytest
 
 from codea1_eval.asserts import (
-    FAITHFUL, STRICT, SuiteResult, calls_program, extract_asserts, extract_rounds, holds, literal_value, passes,
+    FAITHFUL, STRICT, AssertCheck, AssertJob, SuiteResult, calls_program, extract_asserts, extract_rounds, holds,
+    literal_value, run_asserts,
     validate_suite, validate_suites, value_source,
 )
 from codea1_eval.errors import UserError
@@ -205,8 +206,21 @@ def test_kept_tests_run_against_a_mutant(executor):
     suite = validate_suite(extract_asserts(_block("assert f(0) == 0", "assert f(3) < 7", "assert f(2) == 5"), "f"),
                            DOUBLE, STRICT, executor)
     mutant = "def f(x):\n    return x * 3\n"
-    calls = executor.run(calls_program(mutant, [test.call for test in suite.kept])).calls
-    assert [passes(test, call) for test, call in zip(suite.kept, calls)] == [True, False, False]
+    [run] = run_asserts(executor, [AssertJob(mutant, [test.check() for test in suite.kept])], 3.0)
+    # kept: f(0) == 0, f(3) < 7 (STRICT keeps the operator), f(2) == 4 (the true value); 3x gives 0, 9, 6
+    assert run.passed == (True, False, False) and run.guard_held
+
+
+def test_predicted_answers_are_evaluated_beside_the_call_and_a_guard_gates_every_assert(executor):
+    checks = [AssertCheck("f(2)", "==", predicted="2 + 2"), AssertCheck("f(1)", ">", predicted="len('abc')"),
+              AssertCheck("f(1)", "==", expected="2"), AssertCheck("f(1 / 0)", "==", expected="2")]
+    jobs = [AssertJob(DOUBLE, checks), AssertJob(DOUBLE, checks, guard="callable(f)"),
+            AssertJob(DOUBLE, checks, guard="callable(g)"), AssertJob("def f(:", checks), AssertJob(DOUBLE, [])]
+    runs = run_asserts(executor, jobs, 3.0)
+    assert [run.passed for run in runs] == [(True, False, True, False)] * 2 + [(False,) * 4] * 2 + [()]
+    assert [run.guard_held for run in runs] == [True, True, False, True, True]
+    assert [c.status for c in runs[0].outcomes] == ["returned", "returned", "returned", "error"]
+    assert runs[3].status == "load_error" and runs[4].status == "ok"
 
 
 # ------------------------------------------------------------------------------------------- values
