@@ -20,8 +20,7 @@ from codea1_eval.config import RunOptions, run_only
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness
-from codea1_eval.benchmarks.groundtruth import ground_truth_pass_rate
-from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.judging import candidate_program, ground_truth_pass_rate, judge
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k

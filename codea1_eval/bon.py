@@ -29,8 +29,7 @@ import numpy as np
 from codea1_eval.asserts import AssertCheck, assert_program, assert_verdicts, extract_asserts, value_source
 from codea1_eval.avg import code_requests
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
-from codea1_eval.benchmarks.groundtruth import GroundTruth
-from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.judging import GroundTruth, candidate_program, judge
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from codea1_eval.benchmarks.base import Benchmark
-from codea1_eval.benchmarks.groundtruth import GroundTruth, compute_ground_truth
+from codea1_eval.judging import GroundTruth, compute_ground_truth
 from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.display import progress
 from codea1_eval.results import RunDir

@@ -68,8 +68,7 @@ from pathlib import Path
 import psutil
 
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
-from codea1_eval.benchmarks.groundtruth import GroundTruth, compute_ground_truth
-from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.judging import GroundTruth, candidate_program, compute_ground_truth, judge
 from codea1_eval.metrics.mutation import ast_mutants
 from codea1_eval.sandbox import Executor, Program, SandboxLimits
 from codea1_eval.sandbox import worker as sandbox_worker

@@ -16,10 +16,10 @@ class Problem:
     """A programming task.
 
     ``question`` is the text shown to a model; ``reference`` the full ground-truth program.
-    Input/output benchmarks carry ``inputs`` (argument lists; the first ``n_base`` are the original
-    benchmark's, the rest the "plus" ones); script benchmarks carry ``test_script`` instead, run once
-    after the code (``test_runner="exec"``, HumanEval's ``check``) or one ``TestCases`` method per
-    sandbox call (``"unittest"``, BigCodeBench).
+    ``test_kind`` names how it is tested (``codea1_eval.judging.kinds.TEST_KINDS``): ``values``
+    problems carry ``inputs`` (argument lists; the first ``n_base`` are the original benchmark's, the
+    rest the "plus" ones), the others a ``test_script`` (HumanEval's ``check``, BigCodeBench's
+    ``TestCases``, training data's test functions).
     """
 
     task_id: str
@@ -30,7 +30,7 @@ class Problem:
     inputs: list[list[Any]] | None = None
     n_base: int = 0
     test_script: str | None = None
-    test_runner: str = "exec"
+    test_kind: str = "values"
     atol: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 

@@ -10,9 +10,7 @@ Prompts are bigcodebench's chat prompt (its default instruction prefix around ``
 ``sanitize`` and calibrated as its evaluator does (``code_prompt`` + ``pass`` stub + solution).
 
 Each task's ``TestCases`` methods run in one worker process, in unittest's (alphabetical) order, one
-sandbox call per test method; a call returns the test's outcome as a string ("pass", "fail: ...",
-"error: ..."), and a sample passes when every test passes. As DESIGN §2 says, this path trusts the
-test runner inside the sandbox: a candidate that patches ``unittest`` could forge its own verdicts.
+sandbox call per test method (the ``unittest`` test kind, ``codea1_eval.judging.unittest_kind``).
 """
 
 from __future__ import annotations
@@ -41,27 +39,6 @@ SPLITS = ("complete", "instruct")
 SUBSETS = ("full", "stdlib")
 INSTRUCTION_PREFIX = ("Please provide a self-contained Python script that solves the following problem in a "
                       "markdown code block:")
-RUNNER_FUNCTION = "__codea1_run_test__"
-# unittest records any exception, the worker's per-call CallTimeout included: the result class re-raises
-# that one, so a test that runs out of time is reported as a timeout, not as a test error.
-_RUNNER = f'''
-
-def {RUNNER_FUNCTION}(name):
-    import unittest as _unittest
-
-    class _Result(_unittest.TestResult):
-        def addError(self, test, err):
-            if err[0].__name__ == "CallTimeout":
-                raise err[1]
-            super().addError(test, err)
-
-    _result = _Result()
-    TestCases(name).run(_result)
-    for _kind, _problems in (("error", _result.errors), ("fail", _result.failures)):
-        if _problems:
-            return _kind + ": " + _problems[0][1][-2000:]
-    return "pass"
-'''
 
 
 def chat_messages(problem: Problem) -> tuple[dict, ...]:
@@ -79,21 +56,6 @@ def sanitize_solution(problem: Problem, response: str) -> str:
         raise UserError("BigCodeBench sanitisation needs the bigcodebench package: "
                         "`pip install --no-deps bigcodebench==0.2.5 pqdm`") from None
     return calibrate(problem, sanitize(response, problem.entry_point))
-
-
-def unittest_methods(test_script: str) -> list[str]:
-    """The ``TestCases`` test methods, in unittest's order (sorted by name)."""
-    tree = _parse(test_script)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "TestCases":
-            return sorted(item.name for item in node.body
-                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"))
-    return []
-
-
-def unittest_source(code: str, test_script: str) -> str:
-    """The program a worker loads: the code, the task's tests and the per-test runner."""
-    return f"{code}\n\n{test_script}\n{_RUNNER}"
 
 
 def missing_modules(problem: Problem) -> list[str]:
@@ -183,7 +145,7 @@ def load_bigcodebench(data_dir: Path | None = None, split: str = "complete", sub
             reference=row["complete_prompt"] + "\n" + row["canonical_solution"],
             prompt=row["code_prompt"],
             test_script=row["test"],
-            test_runner="unittest",
+            test_kind="unittest",
             meta={"split": split, "code_prompt": row["code_prompt"], "complete_prompt": row["complete_prompt"],
                   "libs": _libs(row), "modules": sorted(modules)},
         ))

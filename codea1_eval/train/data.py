@@ -2,7 +2,7 @@
 
 Generic JSONL: one object per line with ``question_id``, ``question``, ``entry_point`` and ``solution``
 (the reference program), and optionally ``test``: a ground-truth test program (``def check(candidate)``
-or pytest ``test_*`` functions; ``train.ground_truth``), which the ``golden`` and ``self-play`` modes and
+or pytest ``test_*`` functions; the ``test-functions`` test kind), which the ``golden`` and ``self-play`` modes and
 ``train sft-data`` need. KodCode-V1 (``KodCode/KodCode-V1`` on the Hugging Face hub: ``question_id``,
 ``question``, ``solution``, ``test``, ``test_info`` whose first entry names the function) is read from a
 local ``.parquet`` or ``.jsonl`` file, or from the hub with ``datasets`` when online.

@@ -3,8 +3,7 @@
 import pytest
 
 from codea1_eval.benchmarks.base import load_benchmark
-from codea1_eval.benchmarks.groundtruth import compute_ground_truth, ground_truth_pass_rate
-from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.judging import candidate_program, compute_ground_truth, ground_truth_pass_rate, judge
 from codea1_eval.sandbox import Executor
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from codea1_eval.sandbox.engine import WORKER_SCRIPT
+from codea1_eval.sandbox.session import WORKER_SCRIPT
 
 ESCAPE_MARKER = "codea1-corpus-escape"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,7 @@
 """Engine control flow: jumps requested by `Program.next_call` and evalplus-style fail-fast scoring."""
 
 from codea1_eval.benchmarks.base import load_benchmark
-from codea1_eval.benchmarks.groundtruth import compute_ground_truth
-from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.judging import candidate_program, compute_ground_truth, judge
 from codea1_eval.sandbox import Executor, Program, run_program
 
 IDENTITY = "def f(x):\n    return x\n"

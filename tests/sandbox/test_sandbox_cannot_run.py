@@ -148,7 +148,7 @@ def test_bwrap_runs_an_interpreter_from_a_venv_under_tmp(tmp_path):
 @needs_bwrap
 def test_ground_truth_cache_is_keyed_by_the_isolation_level(tmp_path, monkeypatch, data_dir):
     from codea1_eval.benchmarks.base import load_benchmark
-    from codea1_eval.benchmarks.groundtruth import compute_ground_truth
+    from codea1_eval.judging import compute_ground_truth
 
     monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path / "cache"))
     benchmark = load_benchmark("humaneval+", data_dir).limit(2)

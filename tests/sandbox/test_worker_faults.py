@@ -10,7 +10,8 @@ import time
 import psutil
 import pytest
 
-from codea1_eval.sandbox.engine import CRASH, OK, RETURNED, WORKER_SCRIPT, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.engine import CRASH, OK, RETURNED, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.session import WORKER_SCRIPT
 
 from .box import ISOLATIONS
 

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from codea1_eval.asserts import (
-    FAITHFUL, STRICT, AssertCheck, AssertJob, SuiteResult, calls_program, extract_asserts, extract_rounds, holds,
+    FAITHFUL, STRICT, AssertCheck, AssertJob, SuiteResult, extract_asserts, extract_rounds, holds,
     literal_value, run_asserts,
     validate_suite, validate_suites, value_source,
 )

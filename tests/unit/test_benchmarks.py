@@ -3,8 +3,7 @@ import pytest
 
 from codea1_eval.benchmarks.base import Problem, load_benchmark
 from codea1_eval.benchmarks.data import resolve_data_file
-from codea1_eval.benchmarks.groundtruth import GroundTruth
-from codea1_eval.benchmarks.scoring import candidate_program
+from codea1_eval.judging import GroundTruth, candidate_program
 from codea1_eval.errors import UserError
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from codea1_eval.benchmarks.base import Problem, load_benchmark
-from codea1_eval.benchmarks.bigcodebench import (calibrate, chat_messages, sanitize_solution, skip_reasons,
-                                                 unittest_methods)
-from codea1_eval.benchmarks.groundtruth import GroundTruth
-from codea1_eval.benchmarks.scoring import candidate_program, judge
+from codea1_eval.benchmarks.bigcodebench import calibrate, chat_messages, sanitize_solution, skip_reasons
 from codea1_eval.errors import UserError
+from codea1_eval.judging import GroundTruth, candidate_program, judge
+from codea1_eval.judging.unittest_kind import unittest_methods
 from codea1_eval.sandbox import Executor
 
 TESTS = '''import unittest
@@ -27,7 +26,7 @@ class TestCases(unittest.TestCase):
 
 def _problem(modules=("math",)) -> Problem:
     return Problem("T/1", "Double x.", "task_func", "def task_func(x):\n    return 2 * x\n", prompt="def task_func(x):\n",
-                   test_script=TESTS, test_runner="unittest",
+                   test_script=TESTS, test_kind="unittest",
                    meta={"split": "complete", "code_prompt": "import math\ndef task_func(x):\n",
                          "complete_prompt": "import math\ndef task_func(x):\n    '''Double x.'''\n",
                          "modules": list(modules)})
@@ -43,7 +42,7 @@ def test_the_v012_file_and_its_subsets():
     assert full.oracle == "unittest" and full.sha256 == stdlib.sha256
     first = {p.task_id: p for p in stdlib.problems}["BigCodeBench/0"]
     assert first.question.startswith("Calculates the average of the sums of absolute differences")
-    assert first.meta["libs"] == ["random", "itertools"] and first.test_runner == "unittest"
+    assert first.meta["libs"] == ["random", "itertools"] and first.test_kind == "unittest"
 
 
 def test_variant_options_are_checked():

@@ -6,7 +6,7 @@ import pytest
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.benchmarks.bigcodebench import BIGCODEBENCH_HARNESS
-from codea1_eval.benchmarks.groundtruth import GroundTruth
+from codea1_eval.judging import GroundTruth
 from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness, runnable_part
 from codea1_eval.errors import ReferenceFailure
 from codea1_eval.prompts import code_messages

@@ -18,12 +18,12 @@ import time
 import numpy as np
 import pytest
 
-from codea1_eval.sandbox import engine
+from codea1_eval.sandbox import engine, session
 from codea1_eval.sandbox.values import Digest, Opaque, ProtocolViolation, decode, parse_frame
 
 
 def _load_worker():
-    spec = importlib.util.spec_from_file_location("codea1_sandbox_worker_under_test", engine.WORKER_SCRIPT)
+    spec = importlib.util.spec_from_file_location("codea1_sandbox_worker_under_test", session.WORKER_SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -361,7 +361,7 @@ def test_value_through_channel_frame_reader_and_call_result():
     try:
         value = {(1, 2): [1.5, math.inf], "s": {b"\x00"}, "n": np.int32(7)}
         worker.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "t": 0.25})
-        frame = engine._FrameReader(read_fd).next_frame(time.monotonic() + 5)
+        frame = session.FrameReader(read_fd).next_frame(time.monotonic() + 5)
         result = engine._call_result(frame, 4)
         assert (result.status, result.value, result.duration) == (engine.RETURNED, value, 0.25)
         assert type(result.value["n"]) is np.int32

@@ -6,7 +6,8 @@ import pytest
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox import Executor
-from codea1_eval.train.ground_truth import pass_rates, ground_truth_calls
+from codea1_eval.judging.test_functions import calls_of_test_program
+from codea1_eval.train.ground_truth import pass_rates
 from codea1_eval.train.modes import TRAIN_MODES, _usable_tests
 from codea1_eval.train.rewards import cure_test_reward
 
@@ -16,12 +17,12 @@ KODCODE_STYLE = ("from solution import inc\n\ndef test_one():\n    assert inc(1)
 
 
 def test_calls_of_each_test_shape():
-    assert ground_truth_calls(CHECK_STYLE, "add") == ["check(add)"]
-    assert ground_truth_calls(KODCODE_STYLE, "inc") == ["test_one()", "test_zero()", "test_wrong()"]
+    assert calls_of_test_program(CHECK_STYLE, "add") == ["check(add)"]
+    assert calls_of_test_program(KODCODE_STYLE, "inc") == ["test_one()", "test_zero()", "test_wrong()"]
     with pytest.raises(UserError, match="neither check"):
-        ground_truth_calls("x = 1\n", "f")
+        calls_of_test_program("x = 1\n", "f")
     with pytest.raises(UserError, match="does not parse"):
-        ground_truth_calls("def check(:\n", "f")
+        calls_of_test_program("def check(:\n", "f")
 
 
 def test_pass_rates_count_passing_test_functions():

@@ -1,10 +1,21 @@
-"""A candidate's verdict on one problem, as evalplus reports it: base and plus status, per-call statuses."""
+"""What judging produces: a reference's ground truth and a candidate's verdict (as evalplus reports it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 PASS, FAIL = "pass", "fail"
+
+
+@dataclass
+class GroundTruth:
+    """Expected value and reference wall time of every input (or test call) of one problem."""
+
+    outputs: list[Any]
+    times: list[float]
+    ok: bool
+    error: str | None = None
 
 
 @dataclass

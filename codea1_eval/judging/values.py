@@ -1,0 +1,79 @@
+"""The ``values`` kind: evalplus inputs, one sandbox call each; returned values are compared here,
+on the trusted side, with the benchmark's oracle (evalplus' rules), and time limits are evalplus'."""
+
+from __future__ import annotations
+
+from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind
+from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
+from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program
+from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, compare_outputs
+
+MIN_TIME_LIMIT_S = 1.0
+GT_TIME_LIMIT_FACTOR = 4.0
+TASK_TIME_CAP_S = 60.0
+
+
+def input_time_limits(times: list[float], scale: float) -> list[float]:
+    """evalplus: max(1 s, 4 × the reference's time) per input, times ``scale``."""
+    return [max(MIN_TIME_LIMIT_S, GT_TIME_LIMIT_FACTOR * t) * scale for t in times]
+
+
+def _fail_fast(oracle: str, problem, truth: GroundTruth):
+    """``Program.next_call`` that stops a list (base, then plus) at its first failing input, as
+    evalplus' default fast check does: after a base failure the plus inputs still run."""
+    comparators = [EvalplusComparator(oracle, problem.entry_point, problem.atol) for _ in range(2)]
+
+    def next_call(index: int, call: CallResult) -> int:
+        in_base = index < problem.n_base
+        comparator = comparators[0 if in_base else 1]
+        if comparator.check(problem.inputs[index], truth.outputs[index], call.status == RETURNED, call.value):
+            return index + 1
+        return problem.n_base if in_base else len(problem.inputs)
+
+    return next_call
+
+
+class ValuesKind(TestKind):
+    """Inputs as calls of the entry point; base and plus inputs judged separately (evalplus)."""
+
+    name = "values"
+
+    def reference_program(self, problem) -> Program:
+        count = len(problem.inputs or ())
+        return Program(problem.reference, problem.entry_point, calls=problem.inputs,
+                       time_limits=[GROUND_TRUTH_CALL_LIMIT_S] * count)
+
+    def ground_truth(self, problem, oracle: str, result: ExecResult) -> GroundTruth:
+        failed = [c for c in result.calls if c.status != RETURNED]
+        outputs = [c.value for c in result.calls]
+        if oracle == "mbpp" and problem.entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+            outputs = [value is not None for value in outputs]
+        error = None
+        if result.status != "ok" or failed:
+            error = result.error or f"{len(failed)} reference calls did not return: {failed[0].error}"
+        return GroundTruth(outputs, [c.duration for c in result.calls], error is None, error)
+
+    def candidate_program(self, problem, truth, code: str, timeout_scale: float = 1.0,
+                          oracle: str | None = None) -> Program:
+        limits = input_time_limits(truth.times, timeout_scale)
+        base, plus = limits[:problem.n_base], limits[problem.n_base:]
+        total = sum(min(TASK_TIME_CAP_S, sum(part)) + 1 for part in (base, plus) if part)
+        return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
+                       total_time_limit=total * timeout_scale + 10.0,
+                       next_call=_fail_fast(oracle, problem, truth) if oracle else None)
+
+    def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
+        outcomes = [(call.status == RETURNED, call.value) for call in result.calls]
+        n_base = problem.n_base
+        verdicts = []
+        for part in (slice(0, n_base), slice(n_base, None)):
+            verdicts += compare_outputs(oracle, problem.entry_point, problem.inputs[part],
+                                        truth.outputs[part], outcomes[part], problem.atol)
+        statuses = [PASS if ok else (FAIL if call.status == RETURNED else call.status)
+                    for ok, call in zip(verdicts, result.calls)]
+        first_error = next((c.error for c in result.calls if c.error), result.error)
+        return Verdict(PASS if all(verdicts[:n_base]) else FAIL, PASS if all(verdicts[n_base:]) else FAIL,
+                       statuses, result.status, first_error)
+
+
+VALUES = ValuesKind()

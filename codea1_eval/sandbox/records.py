@@ -1,0 +1,87 @@
+"""What the sandbox takes and gives back: programs, limits, per-call and per-program results and statuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+# Per-call statuses. "returned" is the engine's word for "ran to completion"; scoring turns it into
+# pass or fail by comparing the value on the trusted side.
+RETURNED, FAIL, ERROR, TIMEOUT, CRASH, SKIPPED = (
+    "returned", "fail", "error", "timeout", "crash", "skipped")
+JUMP = "jump"
+TOTAL_TIMEOUT = "total_timeout"
+# Per-program statuses.
+OK, LOAD_ERROR, LOAD_TIMEOUT, LOAD_CRASH, SANDBOX_ERROR = (
+    "ok", "load_error", "load_timeout", "load_crash", "sandbox_error")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits for one worker. Memory and file sizes in MiB, times in seconds."""
+
+    memory_mb: int = 4096
+    file_size_mb: int = 64
+    open_files: int = 256
+    load_time_limit: float = 10.0
+    grace_s: float = 0.5
+    max_worker_restarts: int = 8
+    max_processes: int = 64
+    isolation: str = "process"
+
+    def rlimits(self, cpu_seconds: float) -> dict[str, int]:
+        mib = 1024 * 1024
+        return {
+            "RLIMIT_AS": self.memory_mb * mib,
+            "RLIMIT_FSIZE": self.file_size_mb * mib,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
+            "RLIMIT_CPU": int(cpu_seconds) + 1,
+        }
+
+
+@dataclass
+class Program:
+    """A candidate program plus the calls to evaluate on it.
+
+    Either ``calls`` (argument tuples for ``entry_point``) or ``script`` (test code run once after
+    the program, e.g. HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when
+    given, sees each result and names the next call to run (to stop early on a failure, as
+    evalplus does); calls it jumps over are SKIPPED and a fresh worker resumes after the jump.
+    """
+
+    code: str
+    entry_point: str | None
+    calls: Sequence[Sequence[Any]] | None = None
+    script: str | None = None
+    time_limits: Sequence[float] = (3.0,)
+    total_time_limit: float | None = None
+    next_call: Callable[[int, "CallResult"], int] | None = None
+
+    @property
+    def n_calls(self) -> int:
+        return 1 if self.script is not None else len(self.calls or ())
+
+
+@dataclass
+class CallResult:
+    status: str
+    value: Any = None
+    error: str | None = None
+    duration: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "error": self.error, "duration": round(self.duration, 6)}
+
+
+@dataclass
+class ExecResult:
+    status: str
+    calls: list[CallResult]
+    error: str | None = None
+    workers: int = 0
+    wall_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "error": self.error, "workers": self.workers,
+                "wall_s": round(self.wall_s, 4), "calls": [c.to_dict() for c in self.calls]}

@@ -1,0 +1,164 @@
+"""One worker process: started isolated with a scrubbed environment, read frame by frame, killed with its tree."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from codea1_eval.sandbox.cgroup import PidsCgroup
+from codea1_eval.sandbox.isolation import make_isolation
+from codea1_eval.sandbox.records import Program, SandboxLimits
+from codea1_eval.sandbox.values import ProtocolViolation, parse_frame
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+def scrubbed_env(workdir: Path) -> dict[str, str]:
+    """The whole environment a worker sees; ``python`` on its PATH is the harness's own interpreter
+    (programs that start Python subprocesses, as some BigCodeBench tasks do, find the same libraries)."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "TZ": "UTC",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+    }
+
+
+def kill_tree(process: subprocess.Popen, cgroup: PidsCgroup | None = None) -> None:
+    """SIGKILL the worker, its process group, every descendant it still has, and its cgroup."""
+    descendants = []
+    if cgroup is None or not cgroup.kill_all():
+        # Without a (emptied) cgroup: find what the worker still has. After kill_all() emptied the
+        # cgroup the worker is dead, so its children (if any escaped the cgroup) were re-parented
+        # and a scan from its pid would find nothing: skip the scan (~3-15 ms of /proc reads).
+        try:
+            descendants = psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:
+            descendants = []
+    groups = {process.pid}
+    for child in descendants:
+        try:
+            groups.add(os.getpgid(child.pid))
+        except OSError:
+            pass
+    for group in groups:
+        if group > 1 and group != os.getpgid(0):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except OSError:
+                pass
+    for child in descendants:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    try:
+        process.kill()
+    except OSError:
+        pass
+    process.wait()
+
+
+class FrameReader:
+    """Reads length-prefixed frames from a pipe with a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = bytearray()
+        self.closed = False
+
+    def next_frame(self, deadline: float) -> dict | None:
+        """Return the next frame, or None on EOF; raise TimeoutError past ``deadline``."""
+        while True:
+            if len(self.buffer) >= 4:
+                (size,) = struct.unpack(">I", self.buffer[:4])
+                if size > MAX_FRAME_BYTES:
+                    raise ProtocolViolation("frame too large")
+                if len(self.buffer) >= 4 + size:
+                    raw = bytes(self.buffer[4:4 + size])
+                    del self.buffer[:4 + size]
+                    return parse_frame(raw)
+            if self.closed:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                self.closed = True
+            self.buffer += chunk
+
+
+class WorkerSession:
+    """One worker process running from call ``start`` onwards."""
+
+    def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
+        self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
+        read_fd, write_fd = os.pipe()
+        command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
+        command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
+        remaining_limits = list(program.time_limits[start:]) or [0.0]
+        cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
+        job = {
+            "code": program.code, "entry_point": program.entry_point,
+            "calls": list(program.calls) if program.calls is not None else None,
+            "script": program.script, "time_limits": list(program.time_limits),
+            "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
+            "start": start,
+        }
+        self.stderr = tempfile.TemporaryFile()
+        self.cgroup = PidsCgroup.create(limits.max_processes)
+        try:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
+                pass_fds=(write_fd,), cwd=self.workdir, env=scrubbed_env(self.workdir),
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            os.close(write_fd)
+        self.reader = FrameReader(read_fd)
+        if self.cgroup is not None:
+            # The worker reads its job before running anything, so moving it now races with nothing.
+            try:
+                self.cgroup.add(self.process.pid)
+            except OSError:
+                self.cgroup.kill_all()
+                self.cgroup = None
+        try:
+            self.process.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+            self.process.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def startup_error(self) -> str:
+        self.stderr.seek(0)
+        text = self.stderr.read(2000).decode(errors="replace").strip()
+        return f"worker failed to start: {text or 'no output'}"
+
+    def close(self) -> None:
+        kill_tree(self.process, self.cgroup)
+        os.close(self.reader.fd)
+        self.stderr.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
