@@ -20,7 +20,7 @@ from codea1_eval.config import RunOptions, run_only
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness
-from codea1_eval.judging import candidate_program, ground_truth_pass_rate, judge
+from codea1_eval.judging import candidate_program, ground_truth_pass_rate, judge, kind_of
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
@@ -192,7 +192,8 @@ def compute_metrics(benchmark: Benchmark, samples: dict[str, list[dict]], verdic
     metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
                                "n_tasks": len(plus), "n": n, "n_samples": sum(map(len, plus)),
                                "gt_pass_rate": round(gt_pass_rate, 4), "ci95": {}}
-    variants = [("", plus)] + ([("base_", base)] if benchmark.oracle not in ("script", "unittest") else [])
+    separate_base = all(kind_of(p).judges_base_separately for p in benchmark.problems)
+    variants = [("", plus)] + ([("base_", base)] if separate_base else [])
     for prefix, outcomes in variants:
         for k in ks:
             metrics[f"{prefix}avg@{k}"] = round(avg_at_k(outcomes, k), 4)

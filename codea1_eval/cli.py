@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from codea1_eval.errors import ReferenceFailure, SandboxError, UserError
+from codea1_eval.plugins import load_plugins
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Evaluate, scale and co-train code LLMs and test-writing LLMs.")
@@ -330,8 +331,10 @@ def sandbox_selftest(isolation: str = typer.Option(
 
 
 def main() -> None:
-    """Console entry point: user errors become one line on stderr and exit status 2."""
+    """Console entry point: loads plugins (codea1_eval.plugins); user errors become one line on stderr
+    and exit status 2."""
     try:
+        load_plugins()
         app()
     except SystemExit as exc:
         if exc.code == INTERRUPTED:  # Typer turns Ctrl-C into this exit status without a word

@@ -27,6 +27,9 @@ class TestKind:
     """One way of testing a program. Subclasses implement all four methods."""
 
     name = ""
+    judges_base_separately = False
+    """Whether a verdict's base status differs from its plus status (evalplus' base and plus inputs);
+    commands then report base_ metrics too."""
     __test__ = False  # not a pytest test class
 
     def reference_program(self, problem: "Problem") -> "Program":

@@ -37,6 +37,7 @@ class ValuesKind(TestKind):
     """Inputs as calls of the entry point; base and plus inputs judged separately (evalplus)."""
 
     name = "values"
+    judges_base_separately = True
 
     def reference_program(self, problem) -> Program:
         count = len(problem.inputs or ())
