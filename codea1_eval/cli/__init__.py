@@ -11,6 +11,8 @@ from typing import Optional
 import typer
 
 from codea1_eval.errors import ReferenceFailure, SandboxError, UserError
+from codea1_eval.cli import options as opt
+from codea1_eval.cli.options import MODEL_SPEC_HELP
 from codea1_eval.plugins import load_plugins
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -18,60 +20,47 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 sandbox_app = typer.Typer(no_args_is_help=True, help="The execution sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
 
-MODEL_SPEC_HELP = ("Model spec: smollm2 | hf:PATH_OR_ID | vllm:PATH_OR_ID | openai:MODEL[@BASE_URL] | "
-                   "a checkpoint dir. `codea1-eval models` lists them.")
-BACKEND_OPTION_HELP = ("KEY=VALUE for the model backend, repeatable (vllm: tensor_parallel_size=2, dtype=...; "
-                       "openai: concurrency=32, max_retries=3).")
-SPLIT_HELP = "BigCodeBench prompt: complete (default) | instruct."
-SUBSET_HELP = "BigCodeBench tasks: full (default) | stdlib (declared libraries all in the standard library)."
-EXECUTOR_HELP = ("Where candidates run: local (this machine's workers) | ray (Ray cluster: ray, ray:HOST:PORT "
-                 "or ray://HOST:PORT; results equal local's).")
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 INTERRUPTED = 130  # the exit status of a run stopped by Ctrl-C
-DATA_DIR_HELP = "Folder with benchmark files (like shared/data, or the files themselves). Env: CODEA1_DATA_DIR."
 
 
 @app.command()
 def avg(
     coder: Optional[str] = typer.Option("smollm2", help=MODEL_SPEC_HELP),
     benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+ | "
-                                  "bigcodebench | bigcodebench-hard"),
-    split: Optional[str] = typer.Option(None, help=SPLIT_HELP),
-    subset: Optional[str] = typer.Option(None, help=SUBSET_HELP),
+                                  "bigcodebench | bigcodebench-hard (`codea1-eval benchmarks` lists them)"),
+    split: opt.Split = None,
+    subset: opt.Subset = None,
     n: int = typer.Option(32, "-n", "--n", min=1, help="Samples per problem."),
-    temperature: float = typer.Option(0.7, min=0.0),
-    top_p: float = typer.Option(0.95, min=0.0, max=1.0),
-    max_tokens: int = typer.Option(768, min=1, help="Maximum new tokens per sample."),
-    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N problems."),
-    seed: int = typer.Option(0),
+    temperature: opt.Temperature = 0.7,
+    top_p: opt.TopP = 0.95,
+    max_tokens: opt.MaxTokens = 768,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
     samples: Optional[Path] = typer.Option(None, help="Re-score an evalplus samples file (no model)."),
-    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/avg-BENCH-MODEL-HASH)."),
-    data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
-    isolation: str = typer.Option("process", help="process | bwrap"),
-    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
-    executor: str = typer.Option("local", help=EXECUTOR_HELP),
-    timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
     all_inputs: bool = typer.Option(False, help="Run every input even after a failure (default: stop "
                                     "each input list at its first failure, as evalplus does)."),
-    allow_failing_references: bool = typer.Option(False, help="Skip tasks whose reference solution fails here "
-                                                  "(default: such failures stop the run)."),
-    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
-    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
-    cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
-    overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
+    isolation: opt.Isolation = "process",
+    timeout_scale: opt.TimeoutScale = 1.0,
+    allow_failing_references: opt.AllowFailingReferences = False,
+    out: opt.Out = None,
+    data_dir: opt.DataDir = None,
+    parallel: opt.Parallel = None,
+    executor: opt.ExecutorName = "local",
+    batch_size: opt.BatchSize = 16,
+    backend_option: opt.BackendOptions = [],
+    cache: opt.Cache = True,
+    overwrite: opt.Overwrite = False,
 ) -> None:
     """avg@k and unbiased pass@k of a coder (Code-A1 prompt, evalplus semantics)."""
     from codea1_eval.avg import AvgConfig, run_avg
-    from codea1_eval.models import parse_backend_options
     from codea1_eval.report import print_avg_metrics
 
-    config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder, samples=samples, n=n,
-                       temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
+    config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder,
+                       samples=samples, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs,
-                       allow_failing_references=allow_failing_references, out=out,
-                       data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
-                       backend_options=parse_backend_options(backend_option), generation_cache=cache,
-                       overwrite=overwrite)
+                       allow_failing_references=allow_failing_references,
+                       **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
     print_avg_metrics(run_avg(config))
 
 
@@ -85,29 +74,28 @@ def mul(
     coder: Optional[str] = typer.Option(None, help="White-box code from this model (default: the reference)."),
     k: int = typer.Option(5, "-k", min=1, help="Tests per task (ULT rounds); metrics at k in {1, 2, 5} <= k."),
     mode: str = typer.Option("faithful", help="faithful (Code-A1: every operator read as ==) | strict."),
-    mutator: str = typer.Option("mutmut", help="mutmut | cosmic-ray | ast-ops"),
-    temperature: float = typer.Option(0.0, min=0.0, help="Tester sampling (the ult protocol is always greedy)."),
-    top_p: float = typer.Option(1.0, min=0.0, max=1.0),
-    max_tokens: int = typer.Option(1024, min=1),
-    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N tasks."),
-    seed: int = typer.Option(0),
+    mutator: opt.Mutator = "mutmut",
+    temperature: opt.Temperature = 0.0,
+    top_p: opt.TopP = 1.0,
+    max_tokens: opt.MaxTokens = 1024,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
     sample_file: Optional[Path] = typer.Option(None, help="JSON list of task ids for conditional mut@k "
                                                "(default on ult: the fixed 10% sample)."),
-    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/mul-BENCH-TESTER-HASH)."),
-    data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
-    isolation: str = typer.Option("process", help="process | bwrap"),
-    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
-    executor: str = typer.Option("local", help=EXECUTOR_HELP),
-    timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every time limit."),
-    allow_failing_references: bool = typer.Option(False, help="Skip tasks whose reference solution fails here "
-                                                  "(default: such failures stop the run)."),
-    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
-    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
-    cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
-    overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
+    isolation: opt.Isolation = "process",
+    timeout_scale: opt.TimeoutScale = 1.0,
+    allow_failing_references: opt.AllowFailingReferences = False,
+    out: opt.Out = None,
+    data_dir: opt.DataDir = None,
+    parallel: opt.Parallel = None,
+    executor: opt.ExecutorName = "local",
+    batch_size: opt.BatchSize = 16,
+    backend_option: opt.BackendOptions = [],
+    cache: opt.Cache = True,
+    overwrite: opt.Overwrite = False,
 ) -> None:
-    """A tester's pass@k, mutation score mut@k, Mul = pass@k x mut@k / 100 and coverage."""
-    from codea1_eval.models import parse_backend_options
+    """A tester's pass@k, mutation score mut@k, Mul = pass@k x mut@k / 100 and coverage (the ult protocol
+    is always greedy, whatever --temperature says)."""
     from codea1_eval.mul import MulConfig, run_mul
     from codea1_eval.report import print_mul_metrics
 
@@ -115,22 +103,20 @@ def mul(
                        mutator=mutator, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
                        seed=seed, sample_file=sample_file, isolation=isolation, timeout_scale=timeout_scale,
                        allow_failing_references=allow_failing_references,
-                       out=out, data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
-                       backend_options=parse_backend_options(backend_option), generation_cache=cache,
-                       overwrite=overwrite)
+                       **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
     print_mul_metrics(run_mul(config))
 
 
 @app.command()
 def bon(
     coder: str = typer.Option("mutants", help=MODEL_SPEC_HELP + " Or mutants (the reference plus M - 1 of its "
-                              "mutants, shuffled)."),
+                              "mutants, shuffled; --mutator names the engine)."),
     tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP + " Or reference-inputs (one suite per problem: "
                                "asserts from the reference's outputs on the benchmark's inputs; an upper bound)."),
     benchmark: str = typer.Option("humaneval+", help="humaneval | humaneval+ | humaneval+-mini | mbpp+ | "
-                                  "bigcodebench | bigcodebench-hard"),
-    split: Optional[str] = typer.Option(None, help=SPLIT_HELP),
-    subset: Optional[str] = typer.Option(None, help=SUBSET_HELP),
+                                  "bigcodebench | bigcodebench-hard (`codea1-eval benchmarks` lists them)"),
+    split: opt.Split = None,
+    subset: opt.Subset = None,
     candidates: int = typer.Option(8, "-M", "--candidates", min=1, help="Candidate programs per problem."),
     suites: int = typer.Option(8, "-N", "--suites", min=1, help="Test suites per problem (per candidate "
                                "with --white-box)."),
@@ -140,25 +126,24 @@ def bon(
                                        "most-passed, unique-tests, codet, majority; random and oracle always)."),
     matrices: Optional[Path] = typer.Option(None, help="Re-score the matrices of this finished bon run dir "
                                             "(no model, no sandbox)."),
-    temperature: float = typer.Option(0.8, min=0.0),
-    top_p: float = typer.Option(0.95, min=0.0, max=1.0),
-    max_tokens: int = typer.Option(768, min=1),
-    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N problems."),
-    seed: int = typer.Option(0),
-    mutator: str = typer.Option("mutmut", help="Mutants for --coder mutants: mutmut | cosmic-ray | ast-ops"),
+    temperature: opt.Temperature = 0.8,
+    top_p: opt.TopP = 0.95,
+    max_tokens: opt.MaxTokens = 768,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
+    mutator: opt.Mutator = "mutmut",
     resamples: int = typer.Option(200, min=1, help="Resamples per point of the scaling curves."),
-    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/bon-BENCH-CODER-TESTER-HASH)."),
-    data_dir: Optional[Path] = typer.Option(None, help=DATA_DIR_HELP),
-    isolation: str = typer.Option("process", help="process | bwrap"),
-    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
-    executor: str = typer.Option("local", help=EXECUTOR_HELP),
-    timeout_scale: float = typer.Option(1.0, min=0.01, help="Multiply every ground-truth time limit."),
-    allow_failing_references: bool = typer.Option(False, help="Skip tasks whose reference solution fails here "
-                                                  "(default: such failures stop the run)."),
-    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
-    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
-    cache: bool = typer.Option(True, help="Use the generation cache (env CODEA1_GENERATION_CACHE: path or off)."),
-    overwrite: bool = typer.Option(False, help="Replace a run dir that holds a different config."),
+    isolation: opt.Isolation = "process",
+    timeout_scale: opt.TimeoutScale = 1.0,
+    allow_failing_references: opt.AllowFailingReferences = False,
+    out: opt.Out = None,
+    data_dir: opt.DataDir = None,
+    parallel: opt.Parallel = None,
+    executor: opt.ExecutorName = "local",
+    batch_size: opt.BatchSize = 16,
+    backend_option: opt.BackendOptions = [],
+    cache: opt.Cache = True,
+    overwrite: opt.Overwrite = False,
 ) -> None:
     """Best-of-N selection over code x test execution matrices: selectors, CURE statistics, curves."""
     from codea1_eval.bon import BonConfig, rescore, run_bon
@@ -168,16 +153,12 @@ def bon(
     if matrices is not None:
         print_bon_metrics(rescore(matrices, chosen, resamples, seed))
         return
-    from codea1_eval.models import parse_backend_options
-
-    config = BonConfig(benchmark=benchmark, split=split, subset=subset, coder=coder, tester=tester, candidates=candidates, suites=suites,
-                       white_box=white_box, limit=limit, temperature=temperature, top_p=top_p,
-                       max_tokens=max_tokens, seed=seed, mutator=mutator, isolation=isolation,
-                       timeout_scale=timeout_scale, allow_failing_references=allow_failing_references,
-                       selectors=chosen, resamples=resamples, out=out,
-                       data_dir=data_dir, parallel=parallel, executor=executor, batch_size=batch_size,
-                       backend_options=parse_backend_options(backend_option), generation_cache=cache,
-                       overwrite=overwrite)
+    config = BonConfig(benchmark=benchmark, split=split, subset=subset, coder=coder, tester=tester,
+                       candidates=candidates, suites=suites, white_box=white_box, limit=limit,
+                       temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, mutator=mutator,
+                       isolation=isolation, timeout_scale=timeout_scale,
+                       allow_failing_references=allow_failing_references, selectors=chosen, resamples=resamples,
+                       **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
     print_bon_metrics(run_bon(config))
 
 
@@ -248,14 +229,14 @@ def train_sft_data(
     out: Path = typer.Option(..., help="Output JSONL (TRL conversational SFT rows)."),
     coder: str = typer.Option("smollm2", help=MODEL_SPEC_HELP),
     codes: int = typer.Option(8, "-M", "--codes", min=1, help="Codes sampled per question."),
-    temperature: float = typer.Option(1.0, min=0.0),
-    top_p: float = typer.Option(1.0, min=0.0, max=1.0),
-    max_tokens: int = typer.Option(512, min=1),
-    seed: int = typer.Option(0),
-    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N questions."),
-    parallel: Optional[int] = typer.Option(None, min=1, help="Concurrent sandbox workers (default: cores)."),
-    batch_size: int = typer.Option(16, min=1, help="Generation batch size (hf)."),
-    backend_option: list[str] = typer.Option([], "--backend-option", "-O", help=BACKEND_OPTION_HELP),
+    temperature: opt.Temperature = 1.0,
+    top_p: opt.TopP = 1.0,
+    max_tokens: opt.MaxTokens = 512,
+    seed: opt.Seed = 0,
+    limit: opt.Limit = None,
+    parallel: opt.Parallel = None,
+    batch_size: opt.BatchSize = 16,
+    backend_option: opt.BackendOptions = [],
 ) -> None:
     """SFT-tester baseline data: each sampled code that fails its ground truth -> the reference tests."""
     from codea1_eval.models import parse_backend_options
