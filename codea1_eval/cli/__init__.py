@@ -53,7 +53,7 @@ def avg(
     overwrite: opt.Overwrite = False,
 ) -> None:
     """avg@k and unbiased pass@k of a coder (Code-A1 prompt, evalplus semantics)."""
-    from codea1_eval.avg import AvgConfig, run_avg
+    from codea1_eval.commands.avg import AvgConfig, run_avg
     from codea1_eval.report import print_avg_metrics
 
     config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder,
@@ -96,7 +96,7 @@ def mul(
 ) -> None:
     """A tester's pass@k, mutation score mut@k, Mul = pass@k x mut@k / 100 and coverage (the ult protocol
     is always greedy, whatever --temperature says)."""
-    from codea1_eval.mul import MulConfig, run_mul
+    from codea1_eval.commands.mul import MulConfig, run_mul
     from codea1_eval.report import print_mul_metrics
 
     config = MulConfig(benchmark=benchmark, tester=tester, protocol=protocol, coder=coder, k=k, mode=mode,
@@ -146,7 +146,7 @@ def bon(
     overwrite: opt.Overwrite = False,
 ) -> None:
     """Best-of-N selection over code x test execution matrices: selectors, CURE statistics, curves."""
-    from codea1_eval.bon import BonConfig, rescore, run_bon
+    from codea1_eval.commands.bon import BonConfig, rescore, run_bon
     from codea1_eval.report import print_bon_metrics
 
     chosen = tuple(selector) or BonConfig().selectors

@@ -118,6 +118,18 @@ def make_mutants(source: str, mutator: str = DEFAULT_MUTATOR) -> list[Mutant]:
     return MUTATORS.get(mutator)(source)
 
 
+def mutant_candidates(task_id: str, reference: str, count: int, seed: int, mutator: str = DEFAULT_MUTATOR) -> list[dict]:
+    """The reference and ``count - 1`` of its mutants (fewer when it has fewer), shuffled with ``seed``:
+    candidates whose correctness is known without a strong coder (an equivalent mutant is correct too)."""
+    rng = random.Random(f"{seed}:{task_id}")
+    mutants = make_mutants(reference, mutator)
+    chosen = rng.sample(mutants, min(count - 1, len(mutants)))
+    candidates = [{"code": reference, "origin": "reference"}]
+    candidates += [{"code": mutant.source, "origin": f"mutant:{mutant.mutant_id}"} for mutant in chosen]
+    rng.shuffle(candidates)
+    return candidates
+
+
 MUTATORS: Registry[Callable[[str], list[Mutant]]] = Registry("mutator")
 MUTATORS.register("mutmut", "codea1_eval.metrics.mutmut_engine:mutmut_mutants",
                   help="mutmut 3.8.1's mutants, named as its CLI names them (default)")

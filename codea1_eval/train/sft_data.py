@@ -52,7 +52,7 @@ def reference_asserts(problem: TrainProblem, executor: Executor) -> list[str]:
 
 def build_sft_data(config: SftDataConfig) -> dict[str, Any]:
     """Sample codes, keep the failing ones, write the SFT rows to ``config.out``; return counts."""
-    from codea1_eval.avg import code_requests
+    from codea1_eval.requests import code_requests
     from codea1_eval.benchmarks.base import Problem
     from codea1_eval.config import RunOptions
     from codea1_eval.models.driver import generate_all

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from codea1_eval.avg import AvgConfig, run_avg
+from codea1_eval.commands.avg import AvgConfig, run_avg
 from codea1_eval.benchmarks.base import load_benchmark
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from codea1_eval.avg import AvgConfig, run_avg
+from codea1_eval.commands.avg import AvgConfig, run_avg
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.metrics.mutation import make_mutants
 from codea1_eval.results import read_jsonl

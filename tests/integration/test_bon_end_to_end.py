@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from codea1_eval.bon import BonConfig, rescore, run_bon
+from codea1_eval.commands.bon import BonConfig, rescore, run_bon
 from codea1_eval.results import read_jsonl
 from codea1_eval.scaling.store import load_matrices
 

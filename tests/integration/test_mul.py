@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from codea1_eval.asserts import CLASSES
-from codea1_eval.mul import MulConfig, run_mul
+from codea1_eval.commands.mul import MulConfig, run_mul
 from codea1_eval.results import read_jsonl
 
 pytestmark = pytest.mark.slow

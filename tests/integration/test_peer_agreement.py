@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from codea1_eval.avg import AvgConfig, run_avg
+from codea1_eval.commands.avg import AvgConfig, run_avg
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics.mutation import ast_mutants

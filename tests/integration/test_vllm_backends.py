@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from codea1_eval.avg import AvgConfig, run_avg
+from codea1_eval.commands.avg import AvgConfig, run_avg
 from codea1_eval.benchmarks.base import load_benchmark
-from codea1_eval.bon import BonConfig, run_bon
+from codea1_eval.commands.bon import BonConfig, run_bon
 from codea1_eval.models import GenerationRequest, SamplingParams, load_backend
 from codea1_eval.models.smollm2 import smollm2_checkpoint
 from codea1_eval.models.vllm_server import LocalVLLMServer

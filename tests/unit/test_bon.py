@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from codea1_eval.benchmarks.base import Problem
-from codea1_eval.bon import BonConfig, execute, mutant_candidates, output_key, problem_tests, select_and_score
+from codea1_eval.commands.bon import BonConfig, execute, output_key, problem_tests
+from codea1_eval.metrics.mutation import mutant_candidates
+from codea1_eval.scaling.report import select_and_score
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir
 from codea1_eval.sandbox import Executor
@@ -20,13 +22,17 @@ def problem():
     return Problem("t/0", "Add two numbers.", "add", REFERENCE, prompt="def add(a, b):\n")
 
 
+def _task(problem_: Problem) -> tuple[str, str]:
+    return problem_.task_id, problem_.reference
+
+
 def test_mutant_candidates_hold_the_reference_once_and_are_reproducible():
-    first = mutant_candidates(problem(), 4, seed=0)
+    first = mutant_candidates(*_task(problem()), 4, seed=0)
     assert len(first) == 2  # mutmut makes one mutant of `a + b` (a - b): fewer than 3 available
     assert [c["origin"] for c in first].count("reference") == 1
     assert {c["code"] for c in first} == {REFERENCE, "def add(a, b):\n    return a - b\n"}
-    assert first == mutant_candidates(problem(), 4, seed=0)
-    assert [c["origin"] for c in mutant_candidates(problem(), 1, seed=0)] == ["reference"]
+    assert first == mutant_candidates(*_task(problem()), 4, seed=0)
+    assert [c["origin"] for c in mutant_candidates(*_task(problem()), 1, seed=0)] == ["reference"]
 
 
 def test_problem_tests_number_columns_by_suite_and_assert():

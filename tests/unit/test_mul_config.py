@@ -4,7 +4,7 @@ import pytest
 
 from codea1_eval.asserts import FAITHFUL, AssertResult, SuiteResult
 from codea1_eval.errors import UserError
-from codea1_eval.mul import MulConfig, suite_tests
+from codea1_eval.commands.mul import MulConfig, suite_tests
 
 
 def test_protocol_defaults_per_benchmark_and_explicit_choice():
@@ -44,7 +44,7 @@ def test_sample_file_ids_are_read_from_the_given_file(tmp_path, data_dir):
     import json
 
     from codea1_eval.benchmarks.base import load_benchmark
-    from codea1_eval.mul import _sample_ids
+    from codea1_eval.commands.mul import _sample_ids
 
     tasks = json.loads((data_dir / "ult" / "ULT_Lite.jsonl").read_text())
     (tmp_path / "ult").mkdir()

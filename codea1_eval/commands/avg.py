@@ -9,27 +9,25 @@ samples file.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codea1_eval.config import RunOptions, run_only
-from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.base import Benchmark, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
-from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness
-from codea1_eval.judging import candidate_program, ground_truth_pass_rate, judge, kind_of
+from codea1_eval.benchmarks.samples_file import read_samples_file
+from codea1_eval.judging import candidate_program, ground_truth_pass_rate, judge
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
-from codea1_eval.metrics import avg_at_k, bootstrap_interval, pass_at_k, per_problem_pass_at_k
+from codea1_eval.metrics.coder import coder_metrics
+from codea1_eval.requests import code_requests
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
                                  write_jsonl_atomic)
 from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
-from codea1_eval.stages import ground_truth_stage
+from codea1_eval.stages import Stage, WorkItem, ground_truth_stage
 
-REPORTED_KS = (1, 8, 16, 32)
 GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
     "generations.jsonl", "executions.jsonl", "metrics.json", "samples.jsonl")
 
@@ -72,18 +70,6 @@ def _sample_key(task_id: str, index: int) -> str:
     return f"{task_id}#{index}"
 
 
-def code_requests(problems: list[Problem], n: int, temperature: float, top_p: float, max_tokens: int,
-                  seed: int, harness: Harness = CODE_A1_HARNESS) -> list:
-    """One coder request per problem for ``n`` samples, prompted as ``harness`` does, seeded per task
-    (a sample then does not depend on which tasks share its call)."""
-    from codea1_eval.models import GenerationRequest, SamplingParams
-    from codea1_eval.models.driver import task_seed
-
-    return [GenerationRequest(harness.coder_messages(problem), params=SamplingParams(
-        n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=task_seed(seed, problem.task_id)))
-        for problem in problems]
-
-
 def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tuple[dict[str, list[dict]], dict]:
     """Sample ``n`` responses per problem, appending each finished task to generations.jsonl.
 
@@ -123,32 +109,6 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
     return samples, facts
 
 
-def read_samples_file(path: Path, benchmark: Benchmark) -> dict[str, list[dict]]:
-    """Read an evalplus samples file ({task_id, solution | completion} per line)."""
-    problems = {p.task_id: p for p in benchmark.problems}
-    samples: dict[str, list[dict]] = defaultdict(list)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
-                    raise ValueError(f"line {number} has no task_id")
-                problem = problems.get(record["task_id"])
-                if problem is None:
-                    continue
-                solution = benchmark.harness.samples_file_solution(problem, record)
-                if solution is None:
-                    raise ValueError(f"line {number} has neither a solution nor a completion string")
-                samples[record["task_id"]].append({"solution": solution, "extraction": "samples_file"})
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"cannot read samples file {path}: {exc}") from None
-    if not samples:
-        raise UserError(f"samples file {path} has no samples for the tasks of {benchmark.name}")
-    return dict(samples)
-
-
 def _execution_key(task_id: str, solution: str, config: AvgConfig) -> str:
     text = f"{task_id}\0{solution}\0{config.timeout_scale}\0{config.isolation}\0{config.all_inputs}"
     return hashlib.sha256(text.encode()).hexdigest()
@@ -157,59 +117,24 @@ def _execution_key(task_id: str, solution: str, config: AvgConfig) -> str:
 def execute_samples(config: AvgConfig, benchmark: Benchmark, samples: dict[str, list[dict]],
                     run: RunDir, executor: Executor, truth: dict) -> dict[str, dict]:
     """Execute every distinct program once (by content hash), appending to executions.jsonl."""
-    verdicts: dict[str, dict] = {r["key"]: r for r in read_jsonl(run.file(EXECUTIONS))}
     problems = {p.task_id: p for p in benchmark.problems}
-    pending: dict[str, tuple[Problem, str]] = {}
+    items = []
     for task_id, task_samples in samples.items():
         for sample in task_samples:
-            key = _execution_key(task_id, sample["solution"], config)
-            sample["execution_key"] = key
-            if key not in verdicts:
-                pending[key] = (problems[task_id], sample["solution"])
-    keys = list(pending)
+            sample["execution_key"] = _execution_key(task_id, sample["solution"], config)
+            items.append(WorkItem(sample["execution_key"], task_id, sample["solution"]))
     oracle = None if config.all_inputs else benchmark.oracle
-    programs = (candidate_program(pending[k][0], truth.get(pending[k][0].task_id), pending[k][1],
-                                  config.timeout_scale, oracle) for k in keys)
-    with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
-        for index, result in executor.map_unordered(programs):
-            problem = pending[keys[index]][0]
-            verdict = judge(benchmark, problem, truth.get(problem.task_id), result)
-            record = {"key": keys[index], "task_id": problem.task_id, **verdict.to_dict(),
-                      "passed": verdict.passed, "workers": result.workers, "wall_s": round(result.wall_s, 4)}
-            out.append(record)
-            verdicts[keys[index]] = record
-            advance(1)
-    return verdicts
 
+    def program(item: WorkItem):
+        return candidate_program(problems[item.task_id], truth.get(item.task_id), item.payload,
+                                 config.timeout_scale, oracle)
 
-def compute_metrics(benchmark: Benchmark, samples: dict[str, list[dict]], verdicts: dict[str, dict],
-                    gt_pass_rate: float) -> dict[str, Any]:
-    """avg@k and pass@k (with bootstrap 95% intervals) for k in {1, 8, 16, 32} <= n."""
-    plus = [[verdicts[s["execution_key"]]["passed"] for s in task] for task in samples.values()]
-    base = [[verdicts[s["execution_key"]]["base_status"] == "pass" for s in task] for task in samples.values()]
-    n = min(len(task) for task in plus)
-    ks = sorted({k for k in REPORTED_KS if k <= n})
-    metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
-                               "n_tasks": len(plus), "n": n, "n_samples": sum(map(len, plus)),
-                               "gt_pass_rate": round(gt_pass_rate, 4), "ci95": {}}
-    separate_base = all(kind_of(p).judges_base_separately for p in benchmark.problems)
-    variants = [("", plus)] + ([("base_", base)] if separate_base else [])
-    for prefix, outcomes in variants:
-        for k in ks:
-            metrics[f"{prefix}avg@{k}"] = round(avg_at_k(outcomes, k), 4)
-            metrics["ci95"][f"{prefix}avg@{k}"] = [round(x, 4) for x in bootstrap_interval(
-                [100.0 * sum(o[:k]) / k for o in outcomes])]
-            metrics[f"{prefix}pass@{k}"] = round(pass_at_k(outcomes, k), 4)
-            metrics["ci95"][f"{prefix}pass@{k}"] = [round(x, 4) for x in bootstrap_interval(
-                [100.0 * per_problem_pass_at_k(len(o), sum(o), k) for o in outcomes])]
-    statuses: Counter = Counter()
-    for task in samples.values():
-        for sample in task:
-            for status, count in verdicts[sample["execution_key"]]["call_statuses"]:
-                statuses[status] += count
-    metrics["call_statuses"] = dict(statuses)
-    metrics["extraction"] = dict(Counter(s["extraction"] for task in samples.values() for s in task))
-    return metrics
+    def record(item: WorkItem, result) -> dict:
+        verdict = judge(benchmark, problems[item.task_id], truth.get(item.task_id), result)
+        return {**verdict.to_dict(), "passed": verdict.passed, "workers": result.workers,
+                "wall_s": round(result.wall_s, 4)}
+
+    return Stage(run, EXECUTIONS, "executing").execute(items, executor, program, record)
 
 
 def _write_samples(run: RunDir, samples: dict[str, list[dict]], verdicts: dict[str, dict]) -> None:
@@ -246,7 +171,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
             facts["generation"] = generation
             run.write_manifest({**facts, "status": "running"})
         verdicts = execute_samples(config, benchmark, samples, run, executor, truth)
-        metrics = compute_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
+        metrics = coder_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
         metrics["skipped"] = facts["skipped"]
         _write_samples(run, samples, verdicts)
         write_json_atomic(run.file(METRICS), metrics)

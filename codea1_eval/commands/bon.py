@@ -18,38 +18,35 @@ Stages (each resumable; records are appended as they finish and reused by conten
 from __future__ import annotations
 
 import json
-import random
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from codea1_eval.asserts import AssertCheck, assert_program, assert_verdicts, extract_asserts, value_source
-from codea1_eval.avg import code_requests
-from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.base import Benchmark, load_benchmark
 from codea1_eval.judging import GroundTruth, candidate_program, judge
 from codea1_eval.config import RunOptions, run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
-from codea1_eval.metrics import bootstrap_interval
-from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, make_mutants
+from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, mutant_candidates
 from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply, require_inputs
-from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
-from codea1_eval.models.driver import generate_all, generation_facts, task_seed
-from codea1_eval.prompts import assert_test_messages
+from codea1_eval.models import parse_model_spec
+from codea1_eval.models.driver import generate_all, generation_facts
+from codea1_eval.requests import code_requests, tester_request
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
 from codea1_eval.sandbox import RETURNED, Executor, SandboxLimits, make_executor
-from codea1_eval.stages import ground_truth_stage
-from codea1_eval.scaling import SELECTORS, ProblemMatrix, accuracy, cure_stats, plot_curves, scaling_curves
+from codea1_eval.stages import Stage, WorkItem, ground_truth_stage
+from codea1_eval.scaling import SELECTORS, ProblemMatrix
+from codea1_eval.scaling.report import select_and_score
 from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
 
 MUTANTS_CODER = "mutants"
 CANDIDATES, SUITES, EXECUTIONS, CORRECTNESS = (
     "candidates.jsonl", "suites.jsonl", "executions.jsonl", "correctness.jsonl")
 MATRICES, METRICS, CURVES = "matrices.npz", "metrics.json", "curves.png"
-BASELINES = ("random", "oracle")  # always reported: the floor and the ceiling of any selector
 
 
 @dataclass
@@ -84,18 +81,6 @@ class BonConfig(RunOptions):
 
 # ------------------------------------------------------------------------------------ candidates
 
-def mutant_candidates(problem: Problem, count: int, seed: int, mutator: str = DEFAULT_MUTATOR) -> list[dict]:
-    """The reference and ``count - 1`` of its mutants (fewer when it has fewer), shuffled with ``seed``:
-    candidates whose correctness is known without a strong coder (an equivalent mutant is correct too)."""
-    rng = random.Random(f"{seed}:{problem.task_id}")
-    mutants = make_mutants(problem.reference, mutator)
-    chosen = rng.sample(mutants, min(count - 1, len(mutants)))
-    candidates = [{"code": problem.reference, "origin": "reference"}]
-    candidates += [{"code": mutant.source, "origin": f"mutant:{mutant.mutant_id}"} for mutant in chosen]
-    rng.shuffle(candidates)
-    return candidates
-
-
 def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts: dict) -> dict[str, list[dict]]:
     """M candidate programs per problem (candidates.jsonl: one record per problem)."""
     done = {r["task_id"]: r["candidates"] for r in read_jsonl(run.file(CANDIDATES))}
@@ -103,7 +88,8 @@ def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts:
     if config.coder == MUTANTS_CODER:
         with JsonlAppender(run.file(CANDIDATES)) as out:
             for problem in (p for p in problems if p.task_id not in done):
-                done[problem.task_id] = mutant_candidates(problem, config.candidates, config.seed, config.mutator)
+                done[problem.task_id] = mutant_candidates(problem.task_id, problem.reference, config.candidates,
+                                                           config.seed, config.mutator)
                 out.append({"task_id": problem.task_id, "candidates": done[problem.task_id]})
         return done
     finished = {i for i, p in enumerate(problems) if p.task_id in done}
@@ -148,11 +134,9 @@ def make_suites(config: BonConfig, benchmark: Benchmark, candidates: dict[str, l
         facts["tester"] = {"model": REFERENCE_INPUTS}
     elif len(finished) < len(jobs):
         backend = config.load_backend(config.tester)
-        requests = [GenerationRequest(
-            assert_test_messages(p.question, None if m is None else candidates[p.task_id][m]["code"]),
-            params=SamplingParams(n=config.suites, temperature=config.temperature, top_p=config.top_p,
-                                  max_tokens=config.max_tokens, seed=task_seed(config.seed + 1, f"{p.task_id}#{m}")))
-            for p, m in jobs]
+        requests = [tester_request(p, None if m is None else candidates[p.task_id][m]["code"], config.suites,
+                                   config.temperature, config.top_p, config.max_tokens, config.seed + 1,
+                                   f"{p.task_id}#{m}") for p, m in jobs]
         with JsonlAppender(run.file(SUITES)) as out, \
                 progress(f"tests ({config.tester})", (len(jobs) - len(finished)) * config.suites) as advance:
 
@@ -199,53 +183,47 @@ def output_key(call) -> str:
 def execute(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]],
             tests: dict[str, list[dict]], run: RunDir, executor: Executor) -> dict[str, dict]:
     """Run every candidate on its problem's generated asserts: per cell pass/fail and output key."""
-    done = {r["key"]: r for r in read_jsonl(run.file(EXECUTIONS))}
-    pending: dict[str, tuple[str, str, list[dict]]] = {}
+    checks = {task_id: [AssertCheck(t["call"], t["op"], predicted=t["predicted"]) for t in task_tests]
+              for task_id, task_tests in tests.items()}
+    items = []
     for problem in benchmark.problems:
         for candidate in candidates[problem.task_id]:
             key = content_hash(candidate["code"], tests[problem.task_id], config.call_time_limit, config.isolation)
             candidate["execution_key"] = key
-            if key not in done and tests[problem.task_id]:
-                pending[key] = (problem.task_id, candidate["code"], tests[problem.task_id])
-    keys = list(pending)
-    checks = {k: [AssertCheck(t["call"], t["op"], predicted=t["predicted"]) for t in pending[k][2]] for k in keys}
-    programs = (assert_program(pending[k][1], checks[k], config.call_time_limit) for k in keys)
-    with JsonlAppender(run.file(EXECUTIONS)) as out, progress("executing", len(keys)) as advance:
-        for index, result in executor.map_unordered(programs):
-            key = keys[index]
-            verdicts = assert_verdicts(checks[key], result)
-            record = {"key": key, "task_id": pending[key][0], "program_status": result.status,
-                      "passed": list(verdicts.passed), "outputs": [output_key(c) for c in verdicts.outcomes]}
-            out.append(record)
-            done[key] = record
-            advance(1)
-    return done
+            if tests[problem.task_id]:
+                items.append(WorkItem(key, problem.task_id, candidate["code"]))
+
+    def record(item: WorkItem, result) -> dict:
+        verdicts = assert_verdicts(checks[item.task_id], result)
+        return {"program_status": result.status, "passed": list(verdicts.passed),
+                "outputs": [output_key(call) for call in verdicts.outcomes]}
+
+    return Stage(run, EXECUTIONS, "executing").execute(
+        items, executor, lambda item: assert_program(item.payload, checks[item.task_id], config.call_time_limit),
+        record)
 
 
 def correctness(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]], run: RunDir,
                 executor: Executor, truth: dict[str, GroundTruth]) -> dict[str, bool]:
     """Whether each distinct candidate passes the benchmark's ground truth (base and plus inputs, or
     its test script)."""
-    done = {r["key"]: r["correct"] for r in read_jsonl(run.file(CORRECTNESS))}
     problems = {p.task_id: p for p in benchmark.problems}
-    pending: dict[str, tuple[Problem, str]] = {}
+    items = []
     for task_id, task_candidates in candidates.items():
         for candidate in task_candidates:
-            key = content_hash(task_id, candidate["code"], config.timeout_scale, config.isolation)
-            candidate["correctness_key"] = key
-            if key not in done:
-                pending[key] = (problems[task_id], candidate["code"])
-    keys = list(pending)
-    programs = (candidate_program(pending[k][0], truth.get(pending[k][0].task_id), pending[k][1],
-                                  config.timeout_scale, benchmark.oracle) for k in keys)
-    with JsonlAppender(run.file(CORRECTNESS)) as out, progress("correctness", len(keys)) as advance:
-        for index, result in executor.map_unordered(programs):
-            problem = pending[keys[index]][0]
-            verdict = judge(benchmark, problem, truth.get(problem.task_id), result)
-            out.append({"key": keys[index], "task_id": problem.task_id, "correct": verdict.passed})
-            done[keys[index]] = verdict.passed
-            advance(1)
-    return done
+            candidate["correctness_key"] = content_hash(task_id, candidate["code"], config.timeout_scale,
+                                                        config.isolation)
+            items.append(WorkItem(candidate["correctness_key"], task_id, candidate["code"]))
+
+    def program(item: WorkItem):
+        return candidate_program(problems[item.task_id], truth.get(item.task_id), item.payload,
+                                 config.timeout_scale, benchmark.oracle)
+
+    def record(item: WorkItem, result) -> dict:
+        return {"correct": judge(benchmark, problems[item.task_id], truth.get(item.task_id), result).passed}
+
+    records = Stage(run, CORRECTNESS, "correctness").execute(items, executor, program, record)
+    return {key: record["correct"] for key, record in records.items()}
 
 
 def build_matrices(benchmark: Benchmark, candidates: dict[str, list[dict]], suites: dict[str, list[dict]],
@@ -263,45 +241,6 @@ def build_matrices(benchmark: Benchmark, candidates: dict[str, list[dict]], suit
         matrices.append(LabelledMatrix(matrix, tuple(f"{problem.task_id}#c{m}" for m in range(len(rows))),
                                        tuple(test_ids)))
     return matrices
-
-
-# ---------------------------------------------------------------------------------------- select
-
-@dataclass
-class SelectionReport:
-    """Stage 5's numbers: accuracy (%) per selector with a 95% interval, CURE statistics, curves."""
-
-    accuracy: dict[str, float]
-    ci95: dict[str, list[float]]
-    cure: dict[str, float | int]
-    n_tasks: int
-    candidates: int
-    tests_mean: float
-    curves: list[dict] = field(default_factory=list)
-
-
-def select_and_score(matrices: Sequence[ProblemMatrix], selectors: Sequence[str], resamples: int = 200,
-                     seed: int = 0, curves_png: Path | None = None) -> SelectionReport:
-    """Every selector's accuracy (plus ``random`` and ``oracle``), CURE statistics and, when
-    ``curves_png`` is given, the scaling curves along both axes drawn there."""
-    if not matrices:
-        raise UserError("no problems to select on")
-    names = list(dict.fromkeys([*selectors, *BASELINES]))
-    for name in names:
-        SELECTORS.check(name)
-    per_problem = {name: [100.0 * accuracy(m, name) for m in matrices] for name in names}
-    report = SelectionReport(
-        accuracy={name: round(float(np.mean(values)), 4) for name, values in per_problem.items()},
-        ci95={name: [round(x, 4) for x in bootstrap_interval(values)] for name, values in per_problem.items()},
-        cure={k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(cure_stats(matrices)).items()},
-        n_tasks=len(matrices), candidates=max(m.n_candidates for m in matrices),
-        tests_mean=round(float(np.mean([m.n_tests for m in matrices])), 2))
-    if curves_png is not None:
-        curves = [curve for axis in ("candidates", "tests") if max(getattr(m, f"n_{axis}") for m in matrices) > 0
-                  for curve in scaling_curves(matrices, names, axis=axis, resamples=resamples, seed=seed)]
-        plot_curves(curves, curves_png)
-        report.curves = [asdict(curve) for curve in curves]
-    return report
 
 
 # ------------------------------------------------------------------------------------------- run

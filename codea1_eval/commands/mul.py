@@ -23,7 +23,7 @@ from typing import Any
 
 from codea1_eval.asserts import FAITHFUL, MODES, VALID, SuiteResult, extract_asserts, extract_rounds, validate_suites
 from codea1_eval.config import RunOptions, run_only
-from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
+from codea1_eval.benchmarks.base import Benchmark, load_benchmark
 from codea1_eval.benchmarks.ult import fixed_sample_task_ids, is_position_sample, load_fixed_sample, read_sample_file
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
@@ -34,11 +34,12 @@ from codea1_eval.metrics.mutation import MUTATORS, make_mutants
 from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply, require_inputs
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import GenerationRequest, SamplingParams, parse_model_spec
-from codea1_eval.models.driver import generate_all, generation_facts, task_seed
-from codea1_eval.prompts import assert_test_messages, code_messages, ult_round_messages
+from codea1_eval.models.driver import generate_all, generation_facts
+from codea1_eval.prompts import code_messages
+from codea1_eval.requests import tester_request, ult_round_request
 from codea1_eval.results import JsonlAppender, RunDir, config_hash, content_hash, read_jsonl, write_json_atomic
 from codea1_eval.sandbox import SANDBOX_ERROR, Executor, SandboxLimits, make_executor
-from codea1_eval.stages import ground_truth_stage
+from codea1_eval.stages import Stage, WorkItem, ground_truth_stage
 
 PROTOCOLS = ("code-a1", "black-box", "ult")
 DEFAULT_KS = (1, 2, 5)
@@ -141,8 +142,10 @@ def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, execu
         if len(finished) == len(problems):
             continue
         backend = backend or config.load_backend(config.tester)
-        requests = [_tester_request(config, protocol, p, code.get(p.task_id),
-                                    [replies[p.task_id][r] for r in range(round_index)]) for p in problems]
+        requests = [ult_round_request(p, [replies[p.task_id][r] for r in range(round_index)], config.max_tokens)
+                    if protocol == "ult" else
+                    tester_request(p, code.get(p.task_id) if protocol == "code-a1" else None, 1, config.temperature,
+                                   config.top_p, config.max_tokens, config.seed, p.task_id) for p in problems]
         title = f"tests ({config.tester})" + (f", round {round_index + 1}/{rounds}" if rounds > 1 else "")
         with JsonlAppender(run.file(GENERATIONS)) as out, \
                 progress(title, len(problems) - len(finished)) as advance:
@@ -159,40 +162,25 @@ def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, execu
     return {task_id: [by_round[r] for r in range(rounds)] for task_id, by_round in replies.items()}
 
 
-def _tester_request(config: MulConfig, protocol: str, problem: Problem, code: str | None, previous: list[str]):
-    if protocol == "ult":
-        messages = ult_round_messages(problem.entry_point, problem.prompt, problem.question, previous)
-        params = SamplingParams(max_tokens=config.max_tokens)  # the ULT protocol decodes greedily
-    else:
-        messages = assert_test_messages(problem.question, code if protocol == "code-a1" else None)
-        params = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
-                                seed=task_seed(config.seed, problem.task_id))
-    return GenerationRequest(messages, params=params)
-
-
 # ----------------------------------------------------------------------------------- validation
 
 def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[str]], run: RunDir,
              executor: Executor) -> dict[str, SuiteResult]:
     """Extract and validate each task's tests against its reference (resumed by content hash)."""
     protocol = config.resolved_protocol(benchmark.name)
-    done = {r["key"]: r for r in read_jsonl(run.file(TESTS))}
-    keys = {p.task_id: content_hash(p.reference, replies[p.task_id], config.mode, protocol) for p in benchmark.problems}
-    todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
-    if todo:
-        extractions = [extract_rounds(replies[p.task_id], p.entry_point)
+    items = [WorkItem(content_hash(p.reference, replies[p.task_id], config.mode, protocol), p.task_id, p)
+             for p in benchmark.problems]
+
+    def compute(todo: list[WorkItem]):
+        extractions = [extract_rounds(replies[item.task_id], item.payload.entry_point)
                        if protocol == "ult" and config.tester != REFERENCE_INPUTS
-                       else extract_asserts(replies[p.task_id][0], p.entry_point) for p in todo]
-        with progress("validating tests", len(todo)) as advance:
-            suites = validate_suites(extractions, [p.reference for p in todo], config.mode, executor,
-                                     time_limit=3.0 * config.timeout_scale)
-            advance(len(todo))
-        with JsonlAppender(run.file(TESTS)) as out:
-            for problem, suite in zip(todo, suites):
-                record = {"key": keys[problem.task_id], "task_id": problem.task_id, **suite.to_dict()}
-                out.append(record)
-                done[record["key"]] = record
-    return {p.task_id: SuiteResult.from_dict(done[keys[p.task_id]]) for p in benchmark.problems}
+                       else extract_asserts(replies[item.task_id][0], item.payload.entry_point) for item in todo]
+        suites = validate_suites(extractions, [item.payload.reference for item in todo], config.mode, executor,
+                                 time_limit=3.0 * config.timeout_scale)
+        return ((index, suite.to_dict()) for index, suite in enumerate(suites))
+
+    records = Stage(run, TESTS, "validating tests").run(items, compute)
+    return {item.task_id: SuiteResult.from_dict(records[item.key]) for item in items}
 
 
 def suite_tests(suite: SuiteResult, k: int) -> tuple[list[str], list[bool]]:
@@ -206,18 +194,17 @@ def suite_tests(suite: SuiteResult, k: int) -> tuple[list[str], list[bool]]:
 def mutate(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResult], run: RunDir,
            executor: Executor) -> dict[str, dict]:
     """The mutant x test matrix of every task (mutants of the reference against its first k tests)."""
-    done = {r["key"]: r for r in read_jsonl(run.file(MUTANTS))}
-    keys = {}
+    items = []
     for problem in benchmark.problems:
         tests, _ = suite_tests(suites[problem.task_id], config.k)
-        keys[problem.task_id] = content_hash(problem.reference, tests, config.mutator, config.timeout_scale)
-    todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
-    with JsonlAppender(run.file(MUTANTS)) as out, progress(f"mutants ({config.mutator})", len(todo)) as advance:
-        for problem in todo:
-            tests, _ = suite_tests(suites[problem.task_id], config.k)
-            record: dict[str, Any] = {"key": keys[problem.task_id], "task_id": problem.task_id, "tests": tests,
-                                      "mutant_ids": [], "descriptions": [], "statuses": [], "program_statuses": [],
-                                      "error": None}
+        items.append(WorkItem(content_hash(problem.reference, tests, config.mutator, config.timeout_scale),
+                              problem.task_id, (problem, tests)))
+
+    def compute(todo: list[WorkItem]):
+        for index, item in enumerate(todo):
+            problem, tests = item.payload
+            record: dict[str, Any] = {"tests": tests, "mutant_ids": [], "descriptions": [], "statuses": [],
+                                      "program_statuses": [], "error": None}
             try:
                 mutants = make_mutants(problem.reference, config.mutator)
                 matrix = kill_matrix(problem.reference, problem.entry_point, tests, mutants, executor,
@@ -227,30 +214,28 @@ def mutate(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResul
             else:
                 record.update(mutant_ids=matrix.mutant_ids, descriptions=[m.description for m in mutants],
                               statuses=matrix.statuses, program_statuses=matrix.program_statuses)
-            out.append(record)
-            done[record["key"]] = record
-            advance(1)
-    return {p.task_id: done[keys[p.task_id]] for p in benchmark.problems}
+            yield index, record
+
+    records = Stage(run, MUTANTS, f"mutants ({config.mutator})").run(items, compute)
+    return {item.task_id: records[item.key] for item in items}
 
 
 def measure_task_coverage(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResult], run: RunDir,
                           executor: Executor) -> dict[str, dict]:
     """Line and branch coverage of each reference by its first k tests (resumed by content hash)."""
-    done = {r["key"]: r for r in read_jsonl(run.file(COVERAGE))}
-    tests = {p.task_id: suite_tests(suites[p.task_id], config.k)[0] for p in benchmark.problems}
-    keys = {p.task_id: content_hash(p.reference, tests[p.task_id], config.timeout_scale) for p in benchmark.problems}
-    todo = [p for p in benchmark.problems if keys[p.task_id] not in done]
-    if todo:
-        with progress("coverage", len(todo)) as advance:
-            results = measure_coverage([(p.reference, tests[p.task_id]) for p in todo], executor=executor,
-                                       time_limit=60.0 * config.timeout_scale)
-            advance(len(todo))
-        with JsonlAppender(run.file(COVERAGE)) as out:
-            for problem, result in zip(todo, results):
-                record = {"key": keys[problem.task_id], "task_id": problem.task_id, **asdict(result)}
-                out.append(record)
-                done[record["key"]] = record
-    return {p.task_id: done[keys[p.task_id]] for p in benchmark.problems}
+    items = []
+    for problem in benchmark.problems:
+        tests = suite_tests(suites[problem.task_id], config.k)[0]
+        items.append(WorkItem(content_hash(problem.reference, tests, config.timeout_scale), problem.task_id,
+                              (problem.reference, tests)))
+
+    def compute(todo: list[WorkItem]):
+        results = measure_coverage([item.payload for item in todo], executor=executor,
+                                   time_limit=60.0 * config.timeout_scale)
+        return ((index, asdict(result)) for index, result in enumerate(results))
+
+    records = Stage(run, COVERAGE, "coverage").run(items, compute)
+    return {item.task_id: records[item.key] for item in items}
 
 
 # -------------------------------------------------------------------------------------- metrics
