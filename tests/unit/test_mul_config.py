@@ -44,7 +44,7 @@ def test_sample_file_ids_are_read_from_the_given_file(tmp_path, data_dir):
     import json
 
     from codea1_eval.benchmarks.base import load_benchmark
-    from codea1_eval.commands.mul import _sample_ids
+    from codea1_eval.commands.mul.run import _sample_ids
 
     tasks = json.loads((data_dir / "ult" / "ULT_Lite.jsonl").read_text())
     (tmp_path / "ult").mkdir()
