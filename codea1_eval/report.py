@@ -7,17 +7,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from codea1_eval.metrics.records import MetricRecord, metric_records
+
 
 def print_avg_metrics(metrics: dict[str, Any]) -> None:
-    """A table of avg@k / pass@k with 95% intervals, then the run's facts, on stdout."""
+    """A table of avg@k / pass@k with 95% intervals (from the metric records), then the run's facts, on stdout."""
     table = Table(title=f"{metrics['benchmark']}: {metrics['n_tasks']} tasks x n={metrics['n']}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
-    for name, value in metrics.items():
-        if "@" in name:
-            low, high = metrics["ci95"][name]
-            table.add_row(name, f"{value:.2f}", f"[{low:.2f}, {high:.2f}]")
+    for record in metric_records(metrics):
+        if record.k is not None:
+            table.add_row(record.key, _number(record.value), _interval(record))
     console = Console()
     console.print(table)
     console.print(f"gt_pass_rate: {metrics['gt_pass_rate']:.2f}%   call statuses: {metrics['call_statuses']}"
@@ -35,15 +36,9 @@ def print_mul_metrics(metrics: dict[str, Any]) -> None:
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
     table.add_column("tasks", justify="right")
-    for name, value in metrics.items():
-        if "@" not in name or name.startswith("n_tasks"):
-            continue
-        interval = metrics["ci95"].get(name)
-        k = name.split("@")[1].split("_")[0]
-        tasks = metrics.get(f"n_tasks_conditional@{k}") if name.endswith("conditional") else (
-            metrics.get(f"n_tasks_mut@{k}") if name.startswith("mu") else metrics["n_tasks"])
-        table.add_row(name, _number(value), f"[{_number(interval[0])}, {_number(interval[1])}]" if interval else "-",
-                      str(tasks))
+    for record in metric_records(metrics):
+        if record.k is not None:
+            table.add_row(record.key, _number(record.value), _interval(record), str(record.n_tasks))
     console = Console()
     console.print(table)
     console.print(f"coverage: line {_number(metrics['line_coverage'])}%, branch {_number(metrics['branch_coverage'])}%"
@@ -61,9 +56,9 @@ def print_bon_metrics(metrics: dict[str, Any]) -> None:
     table.add_column("selector")
     table.add_column("accuracy", justify="right")
     table.add_column("95% CI", justify="right")
-    for name, value in metrics["accuracy"].items():
-        low, high = metrics["ci95"][name]
-        table.add_row(name, _number(value), f"[{_number(low)}, {_number(high)}]")
+    for record in metric_records(metrics):
+        if record.name == "accuracy":
+            table.add_row(record.variant, _number(record.value), _interval(record))
     console = Console()
     console.print(table)
     cure = metrics["cure"]
@@ -84,3 +79,7 @@ def _print_skipped(console: Console, metrics: dict[str, Any]) -> None:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _interval(record: MetricRecord) -> str:
+    return f"[{_number(record.interval[0])}, {_number(record.interval[1])}]" if record.interval else "-"

@@ -23,8 +23,8 @@ from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics.coder import coder_metrics
 from codea1_eval.requests import code_requests
-from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_json_atomic,
-                                 write_jsonl_atomic)
+from codea1_eval.metrics.records import write_metrics
+from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_jsonl_atomic)
 from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
 from codea1_eval.stages import Stage, WorkItem, ground_truth_stage
 
@@ -174,7 +174,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         metrics = coder_metrics(benchmark, samples, verdicts, ground_truth_pass_rate(truth))
         metrics["skipped"] = facts["skipped"]
         _write_samples(run, samples, verdicts)
-        write_json_atomic(run.file(METRICS), metrics)
+        metrics = write_metrics(run.file(METRICS), metrics)
         run.write_manifest({**facts, "status": "complete"})
         metrics["run_dir"] = str(run.path)
         return metrics

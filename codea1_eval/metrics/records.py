@@ -87,7 +87,8 @@ def metric_records(metrics: dict[str, Any]) -> list[MetricRecord]:
 def write_metrics(path: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """Write ``metrics`` as metrics.json (schema 2: the flat keys and their records), atomically; returns
     what was written."""
-    document = {**metrics, "schema": METRICS_SCHEMA,
-                "records": [asdict(record) for record in records_from_flat(metrics)]}
+    records = [{**asdict(record), "interval": list(record.interval) if record.interval else None}
+               for record in records_from_flat(metrics)]
+    document = {**metrics, "schema": METRICS_SCHEMA, "records": records}
     write_json_atomic(path, document)
     return document

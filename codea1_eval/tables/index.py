@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from codea1_eval.errors import UserError
+from codea1_eval.metrics.records import MetricRecord, metric_records
 from codea1_eval.results import read_jsonl
 
 COMMANDS = ("avg", "mul", "bon", "train")
@@ -36,6 +38,15 @@ class Run:
     @property
     def name(self) -> str:
         return self.path.name
+
+    @cached_property
+    def records(self) -> tuple[MetricRecord, ...]:
+        """The run's metric records (schema 2), or read from its flat keys (older runs)."""
+        return tuple(metric_records(self.metrics))
+
+    def metric(self, key: str) -> MetricRecord | None:
+        """The record whose flat key is ``key`` (``pass@5``, ``mut@5_conditional``, ``accuracy.codet``)."""
+        return next((record for record in self.records if record.key == key), None)
 
     @property
     def benchmark(self) -> str:
@@ -111,7 +122,7 @@ def runs_frame(runs: Sequence[Run]):
 def _scalars(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in metrics.items():
-        if key in ("ci95", "curves"):
+        if key in ("ci95", "curves", "schema"):
             continue
         if isinstance(value, dict):
             flat.update(_scalars(value, f"{prefix}{key}."))

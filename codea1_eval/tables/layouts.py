@@ -66,13 +66,13 @@ def _benchmarks(runs: Sequence[Run]) -> list[str]:
     return sorted({run.benchmark for run in runs}, key=_benchmark_key)
 
 
-def _cell(run: Run, key: str, group: str | None = None) -> Cell:
-    """The run's metric ``key`` (inside ``group``, e.g. bon's ``accuracy``) with its recorded interval."""
-    value = (run.metrics.get(group, {}) if group else run.metrics).get(key)
-    if value is None:
+def _cell(run: Run, key: str) -> Cell:
+    """The run's metric record ``key`` (``avg@32``, ``mut@5_conditional``, ``accuracy.codet``) with its interval."""
+    record = run.metric(key)
+    if record is None or record.value is None:
         return Cell(None)
-    low, high = run.metrics.get("ci95", {}).get(key) or (None, None)
-    return Cell(float(value), low, high, f"{run.name}/metrics.json:{group + '.' if group else ''}{key}")
+    low, high = record.interval or (None, None)
+    return Cell(float(record.value), low, high, f"{run.name}/metrics.json:{key}")
 
 
 def _only(runs: Sequence[Run], command: str) -> list[Run]:
@@ -96,7 +96,7 @@ def _unique_rows(pairs: Sequence[tuple[str, str, Run]]) -> dict[str, dict[str, R
 def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Table:
     """Table 1: avg@k per benchmark (k: the largest avg@k every run reports, unless given) and the mean."""
     runs = _only(runs, "avg")
-    common = set.intersection(*({int(key[4:]) for key in run.metrics if re.fullmatch(r"avg@\d+", key)}
+    common = set.intersection(*({record.k for record in run.records if record.name == "avg" and not record.variant}
                                 for run in runs))
     if k is None:
         k = max(common) if common else 1
@@ -119,7 +119,7 @@ def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "con
     if variant not in ("conditional", "plain"):
         raise UserError(f"unknown mut@k variant {variant!r}; use conditional or plain")
     if k is None:
-        k = next((c for c in TESTER_KS if all(f"pass@{c}" in run.metrics for run in runs)), None)
+        k = next((c for c in TESTER_KS if all(run.metric(f"pass@{c}") is not None for run in runs)), None)
         if k is None:
             raise UserError("the mul runs share no reported k")
     suffix = "_conditional" if variant == "conditional" else ""
@@ -140,7 +140,7 @@ def bon_table(runs: Sequence[Run], selector: str = "most-passed", **_: object) -
     """Table 5: per coder, the coder alone (``random``: the expected accuracy of one candidate) and every
     coder x tester pair under best-of-N with ``selector``."""
     runs = _only(runs, "bon")
-    missing = [run.name for run in runs if selector not in run.metrics.get("accuracy", {})]
+    missing = [run.name for run in runs if run.metric(f"accuracy.{selector}") is None]
     if missing:
         raise UserError(f"selector {selector!r} is not in the metrics of {', '.join(missing)} "
                         "(re-score them with `codea1-eval bon --matrices RUN --selector NAME`)")
@@ -154,13 +154,13 @@ def bon_table(runs: Sequence[Run], selector: str = "most-passed", **_: object) -
         table.rows.append((f"{coder} (alone)", [_random_cell(by_benchmark.get(b)) for b in benchmarks]))
         for label, pair in paired.items():
             if label.startswith(f"{coder} + "):
-                table.rows.append((label, [_cell(pair[b], selector, "accuracy") if b in pair else Cell(None)
+                table.rows.append((label, [_cell(pair[b], f"accuracy.{selector}") if b in pair else Cell(None)
                                            for b in benchmarks]))
     return table
 
 
 def _random_cell(run: Run | None) -> Cell:
-    return Cell(None) if run is None else _cell(run, "random", "accuracy")
+    return Cell(None) if run is None else _cell(run, "accuracy.random")
 
 
 LAYOUTS: Registry[Callable[..., Table]] = Registry("table layout")

@@ -29,7 +29,8 @@ from codea1_eval.commands.bon.generation import make_candidates, make_suites
 from codea1_eval.errors import UserError
 from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, require_inputs
 from codea1_eval.models import parse_model_spec
-from codea1_eval.results import RunDir, write_json_atomic
+from codea1_eval.metrics.records import write_metrics
+from codea1_eval.results import RunDir
 from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.scaling import SELECTORS
 from codea1_eval.scaling.report import select_and_score
@@ -87,6 +88,6 @@ def _metrics(config: BonConfig, benchmark: str, matrices: list[LabelledMatrix], 
                               curves_png=run_path / CURVES)
     metrics = {"benchmark": benchmark, "coder": config.coder, "tester": config.tester,
                "white_box": config.white_box, **asdict(report), "skipped": skipped}
-    write_json_atomic(run_path / METRICS, metrics)
+    metrics = write_metrics(run_path / METRICS, metrics)
     metrics["run_dir"] = str(run_path)
     return metrics

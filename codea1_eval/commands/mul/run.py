@@ -28,7 +28,8 @@ from codea1_eval.metrics.mutation import MUTATORS
 from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, require_inputs
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import parse_model_spec
-from codea1_eval.results import RunDir, write_json_atomic
+from codea1_eval.metrics.records import write_metrics
+from codea1_eval.results import RunDir
 from codea1_eval.sandbox import SANDBOX_ERROR, SandboxLimits, make_executor
 from codea1_eval.stages import ground_truth_stage
 from codea1_eval.commands.mul.config import METRICS, MulConfig
@@ -108,7 +109,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         coverage = measure_task_coverage(config, benchmark, suites, run, executor)
         metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
         metrics["skipped"] = facts["skipped"]
-        write_json_atomic(run.file(METRICS), metrics)
+        metrics = write_metrics(run.file(METRICS), metrics)
         run.write_manifest({**facts, "status": "complete"})
         metrics["run_dir"] = str(run.path)
         return metrics
