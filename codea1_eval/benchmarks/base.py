@@ -75,6 +75,8 @@ BENCHMARKS.register("bigcodebench-hard", "codea1_eval.benchmarks.bigcodebench:lo
                     help="BigCodeBench-Hard (148 tasks); --split complete|instruct, --subset full|stdlib")
 BENCHMARKS.register("ult-lite", "codea1_eval.benchmarks.ult:load_ult_lite",
                     help="UnLeakedTestBench Lite (200 reference functions), for test-writing models")
+BENCHMARKS.register("kodcode", "codea1_eval.benchmarks.kodcode:load_kodcode",
+                    help="KodCode-V1 (pytest test functions); supply kodcode/KodCode-V1.parquet or .jsonl with --data-dir")
 BENCHMARKS.register("ult", "codea1_eval.benchmarks.ult:load_ult",
                     help="UnLeakedTestBench (3,909 reference functions); supply ult/ULT.jsonl with --data-dir")
 

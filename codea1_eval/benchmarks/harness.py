@@ -68,13 +68,13 @@ def runnable_part(benchmark: "Benchmark", truth: Mapping[str, Any],
     failing = {task_id: gt.error for task_id, gt in truth.items() if not gt.ok and task_id not in skipped}
     if allowance is not None and len(failing) > allowance:
         if not allow_failing_references:
-            listed = "; ".join(f"{task_id} ({_first_line(error)})" for task_id, error in list(failing.items())[:5])
+            listed = "; ".join(f"{task_id} ({first_error_line(error)})" for task_id, error in list(failing.items())[:5])
             more = f" and {len(failing) - 5} more" if len(failing) > 5 else ""
             raise ReferenceFailure(
                 f"the reference solutions of {len(failing)} {benchmark.name} task(s) fail here ({allowance} allowed): "
                 f"{listed}{more}; fix the environment (time limits: --timeout-scale), or pass "
                 "--allow-failing-references to skip those tasks and score the rest")
-        skipped = {**skipped, **{task_id: f"reference fails here: {_first_line(error)}"
+        skipped = {**skipped, **{task_id: f"reference fails here: {first_error_line(error)}"
                                  for task_id, error in failing.items()}}
     if not skipped:
         return benchmark, {}
@@ -84,7 +84,7 @@ def runnable_part(benchmark: "Benchmark", truth: Mapping[str, Any],
     return replace(benchmark, problems=[p for p in benchmark.problems if p.task_id not in skipped]), skipped
 
 
-def _first_line(error: str | None) -> str:
+def first_error_line(error: str | None) -> str:
     """The last non-empty line of a reference's error (its exception), shortened."""
     lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
     return (lines[-1] if lines else "no detail")[:160]

@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from codea1_eval.benchmarks.base import Problem
+from codea1_eval.benchmarks.kodcode import problem_from_row, read_rows
 from codea1_eval.errors import UserError
 from codea1_eval.extract import build_program, extract_code
 
-GENERIC_FIELDS = ("question_id", "question", "entry_point", "solution")
 KODCODE_HUB_ID = "KodCode/KodCode-V1"
 
 
@@ -32,43 +33,19 @@ class TrainProblem:
     solution: str
     test: str = ""
 
+    @classmethod
+    def from_problem(cls, problem: Problem) -> "TrainProblem":
+        """A benchmark problem (``test-functions`` kind, e.g. KodCode's) as a training question."""
+        return cls(problem.task_id, problem.question, problem.entry_point, problem.reference,
+                   test=problem.test_script or "")
+
     def program(self, response: str) -> str:
         """The program a generated response stands for: its code, after the reference's imports."""
         return build_program(self.solution, extract_code(response)[0])
 
 
 def _from_row(row: dict[str, Any], where: str) -> TrainProblem:
-    if all(isinstance(row.get(name), str) and row[name] for name in GENERIC_FIELDS):
-        return TrainProblem(*(row[name] for name in GENERIC_FIELDS), test=_text(row.get("test")))
-    info = row.get("test_info")
-    if isinstance(info, str):
-        info = json.loads(info)
-    if info is not None and len(info) and isinstance(row.get("solution"), str) and isinstance(row.get("question"), str):
-        first = info[0]
-        return TrainProblem(str(row.get("question_id", where)), row["question"], first["function_name"],
-                            row["solution"], test=_text(row.get("test")))
-    raise UserError(f"{where}: a row needs {', '.join(GENERIC_FIELDS)} (generic) or question, solution and "
-                    f"test_info (KodCode-V1)")
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _rows(path: Path) -> Iterable[tuple[str, dict]]:
-    if path.suffix == ".parquet":
-        import pandas
-
-        for index, row in enumerate(pandas.read_parquet(path).to_dict("records")):
-            yield f"{path} row {index + 1}", row
-        return
-    with path.open() as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    yield f"{path} line {number}", json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{path} line {number} is not JSON: {exc}") from None
+    return TrainProblem.from_problem(problem_from_row(row, where))
 
 
 def load_train_problems(source: str | Path, limit: int | None = None) -> list[TrainProblem]:
@@ -86,7 +63,7 @@ def load_train_problems(source: str | Path, limit: int | None = None) -> list[Tr
         path = Path(source)
         if not path.is_file():
             raise UserError(f"training data {path} does not exist")
-        problems = [_from_row(row, where) for where, row in _rows(path)]
+        problems = [_from_row(row, where) for where, row in read_rows(path)]
     if not problems:
         raise UserError(f"training data {source} has no questions")
     ids = [p.question_id for p in problems]
