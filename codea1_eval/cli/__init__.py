@@ -292,11 +292,14 @@ def list_benchmarks() -> None:
 
 @app.command("models")
 def list_models() -> None:
-    """List model backends and how to install each."""
+    """List model backends and how to install each, then the pseudo-models and their roles."""
+    from codea1_eval.metrics.pseudo_models import PSEUDO_MODELS
     from codea1_eval.models import describe_backends
 
     for name, text in describe_backends():
         typer.echo(f"{name:10} {text}")
+    for name in PSEUDO_MODELS.names():
+        typer.echo(f"{name:10} pseudo-model ({PSEUDO_MODELS.get(name).role}): {PSEUDO_MODELS.help(name)}")
 
 
 @sandbox_app.command("selftest")

@@ -19,5 +19,17 @@ def test_lazy_targets_are_imported_on_first_use():
 
 
 def test_unknown_without_close_match_lists_known_names():
-    with pytest.raises(UserError, match="Known: bigcodebench, bigcodebench-hard, humaneval, humaneval\\+, humaneval\\+-mini, mbpp\\+"):
+    with pytest.raises(UserError, match="Known: bigcodebench, bigcodebench-hard, humaneval, humaneval\\+, humaneval\\+-mini, kodcode, mbpp\\+"):
         BENCHMARKS.check("zzzzzz")
+
+
+def test_pseudo_models_serve_their_own_role_only():
+    from codea1_eval.metrics.pseudo_models import MutantsCoder, ReferenceInputsTester, pseudo_model
+
+    assert isinstance(pseudo_model("mutants", "coder"), MutantsCoder)
+    assert isinstance(pseudo_model("reference-inputs", "tester"), ReferenceInputsTester)
+    assert pseudo_model("smollm2", "tester") is None and pseudo_model(None, "coder") is None
+    with pytest.raises(UserError, match="^reference-inputs is a tester pseudo-model; it cannot be the coder$"):
+        pseudo_model("reference-inputs", "coder")
+    with pytest.raises(UserError, match="^mutants is a coder pseudo-model; it cannot be the tester$"):
+        pseudo_model("mutants", "tester")

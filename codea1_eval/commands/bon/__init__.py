@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from codea1_eval.benchmarks.base import load_benchmark
-from codea1_eval.commands.bon.config import CURVES, MATRICES, METRICS, MUTANTS_CODER, BonConfig
+from codea1_eval.commands.bon.config import CURVES, MATRICES, METRICS, BonConfig
 from codea1_eval.commands.bon.execution import build_matrices, correctness, execute, output_key, problem_tests
 from codea1_eval.commands.bon.generation import make_candidates, make_suites
 from codea1_eval.errors import UserError
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, require_inputs
+from codea1_eval.metrics.pseudo_models import CODER, TESTER, pseudo_model
 from codea1_eval.models import parse_model_spec
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import RunDir
@@ -46,11 +46,14 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
         raise UserError("-M (candidates) and -N (suites) must be at least 1")
     for name in config.selectors:
         SELECTORS.check(name)
-    for spec in ({config.coder} - {MUTANTS_CODER}) | ({config.tester} - {REFERENCE_INPUTS}):
-        parse_model_spec(spec)
+    pseudo = [(spec, pseudo_model(spec, role)) for spec, role in ((config.coder, CODER), (config.tester, TESTER))]
+    for spec, model in pseudo:
+        if model is None:
+            parse_model_spec(spec)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
-    if config.tester == REFERENCE_INPUTS:
-        require_inputs(benchmark)
+    for _, model in pseudo:
+        if model is not None:
+            model.check(benchmark)
     limits = SandboxLimits(isolation=config.isolation)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),

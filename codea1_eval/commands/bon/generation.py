@@ -5,24 +5,23 @@ from __future__ import annotations
 from codea1_eval.asserts import extract_asserts
 from codea1_eval.benchmarks.base import Benchmark
 from codea1_eval.display import progress
-from codea1_eval.metrics.mutation import mutant_candidates
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply
+from codea1_eval.metrics.pseudo_models import CODER, TESTER, pseudo_model
 from codea1_eval.models.driver import generate_all, generation_facts
 from codea1_eval.requests import code_requests, tester_request
 from codea1_eval.results import JsonlAppender, RunDir, read_jsonl
 from codea1_eval.sandbox import Executor
-from codea1_eval.commands.bon.config import CANDIDATES, MUTANTS_CODER, SUITES, BonConfig
+from codea1_eval.commands.bon.config import CANDIDATES, SUITES, BonConfig
 
 
 def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts: dict) -> dict[str, list[dict]]:
     """M candidate programs per problem (candidates.jsonl: one record per problem)."""
     done = {r["task_id"]: r["candidates"] for r in read_jsonl(run.file(CANDIDATES))}
     problems = benchmark.problems
-    if config.coder == MUTANTS_CODER:
+    coder = pseudo_model(config.coder, CODER)
+    if coder is not None:
         with JsonlAppender(run.file(CANDIDATES)) as out:
             for problem in (p for p in problems if p.task_id not in done):
-                done[problem.task_id] = mutant_candidates(problem.task_id, problem.reference, config.candidates,
-                                                           config.seed, config.mutator)
+                done[problem.task_id] = coder.candidates(problem, config.candidates, config.seed, config.mutator)
                 out.append({"task_id": problem.task_id, "candidates": done[problem.task_id]})
         return done
     finished = {i for i, p in enumerate(problems) if p.task_id in done}
@@ -50,19 +49,20 @@ def make_suites(config: BonConfig, benchmark: Benchmark, candidates: dict[str, l
     (suites.jsonl: one record per problem and shown candidate; ``candidate`` is None for black-box).
     The ``reference-inputs`` tester writes one suite per problem, shown no candidate: the reference's
     outputs on the benchmark's base inputs."""
-    white_box = config.white_box and config.tester != REFERENCE_INPUTS
+    tester = pseudo_model(config.tester, TESTER)
+    white_box = config.white_box and tester is None
     jobs = [(p, m if white_box else None) for p in benchmark.problems
             for m in (range(len(candidates[p.task_id])) if white_box else [None])]
     done = {(r["task_id"], r["candidate"]): r["suites"] for r in read_jsonl(run.file(SUITES))}
     finished = {i for i, (p, m) in enumerate(jobs) if (p.task_id, m) in done}
-    if len(finished) < len(jobs) and config.tester == REFERENCE_INPUTS:
+    if len(finished) < len(jobs) and tester is not None:
         with JsonlAppender(run.file(SUITES)) as out:
             for problem, shown in (job for i, job in enumerate(jobs) if i not in finished):
-                reply = reference_inputs_reply(problem, executor)
+                reply = tester.reply(problem, executor)
                 done[(problem.task_id, shown)] = [{"response": reply,
                                                    "asserts": _usable_asserts(reply, problem.entry_point)}]
                 out.append({"task_id": problem.task_id, "candidate": shown, "suites": done[(problem.task_id, shown)]})
-        facts["tester"] = {"model": REFERENCE_INPUTS}
+        facts["tester"] = {"model": config.tester}
     elif len(finished) < len(jobs):
         backend = config.load_backend(config.tester)
         requests = [tester_request(p, None if m is None else candidates[p.task_id][m]["code"], config.suites,

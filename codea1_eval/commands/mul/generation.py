@@ -7,7 +7,7 @@ from __future__ import annotations
 from codea1_eval.benchmarks.base import Benchmark
 from codea1_eval.display import progress
 from codea1_eval.extract import build_program, extract_code
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply
+from codea1_eval.metrics.pseudo_models import TESTER, pseudo_model
 from codea1_eval.models import GenerationRequest, SamplingParams
 from codea1_eval.models.driver import generate_all, generation_facts
 from codea1_eval.prompts import code_messages
@@ -44,11 +44,11 @@ def white_box_code(config: MulConfig, benchmark: Benchmark, run: RunDir, facts: 
     return done
 
 
-def _reference_inputs_replies(benchmark: Benchmark, executor: Executor, k: int) -> dict[str, list[str]]:
+def _pseudo_replies(name: str, tester, benchmark: Benchmark, executor: Executor, k: int) -> dict[str, list[str]]:
     replies = {}
-    with progress(f"{REFERENCE_INPUTS} tests", len(benchmark.problems)) as advance:
+    with progress(f"{name} tests", len(benchmark.problems)) as advance:
         for problem in benchmark.problems:
-            replies[problem.task_id] = [reference_inputs_reply(problem, executor, minimum=k)]
+            replies[problem.task_id] = [tester.reply(problem, executor, minimum=k)]
             advance(1)
     return replies
 
@@ -56,8 +56,9 @@ def _reference_inputs_replies(benchmark: Benchmark, executor: Executor, k: int) 
 def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, executor: Executor,
                      facts: dict) -> dict[str, list[str]]:
     """Tester replies per task: one for code-a1/black-box, ``k`` rounds for ult (greedy)."""
-    if config.tester == REFERENCE_INPUTS:
-        return _reference_inputs_replies(benchmark, executor, config.k)
+    tester = pseudo_model(config.tester, TESTER)
+    if tester is not None:
+        return _pseudo_replies(config.tester, tester, benchmark, executor, config.k)
     protocol = config.resolved_protocol(benchmark.name)
     replies: dict[str, dict[int, str]] = {p.task_id: {} for p in benchmark.problems}
     for record in read_jsonl(run.file(GENERATIONS)):

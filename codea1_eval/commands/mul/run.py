@@ -25,7 +25,7 @@ from codea1_eval.errors import UserError
 from codea1_eval.metrics.coverage import CoverageResult, micro_average
 from codea1_eval.metrics.kill_matrix import KILLING
 from codea1_eval.metrics.mutation import MUTATORS
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, require_inputs
+from codea1_eval.metrics.pseudo_models import TESTER, pseudo_model
 from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import parse_model_spec
 from codea1_eval.metrics.records import write_metrics
@@ -87,14 +87,15 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
     if config.mode not in MODES:
         raise UserError(f"unknown mode {config.mode!r}; use one of: {', '.join(MODES)}")
     MUTATORS.check(config.mutator)
-    if config.tester != REFERENCE_INPUTS:
+    tester = pseudo_model(config.tester, TESTER)
+    if tester is None:
         parse_model_spec(config.tester)
     if config.coder is not None:
         parse_model_spec(config.coder)
     benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
     config.resolved_protocol(benchmark.name)
-    if config.tester == REFERENCE_INPUTS:
-        require_inputs(benchmark)
+    if tester is not None:
+        tester.check(benchmark)
     sample_ids = _sample_ids(config, benchmark)
     limits = SandboxLimits(isolation=config.isolation)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())

@@ -11,7 +11,7 @@ from codea1_eval.benchmarks.base import Benchmark
 from codea1_eval.metrics.coverage import measure_coverage
 from codea1_eval.metrics.kill_matrix import kill_matrix
 from codea1_eval.metrics.mutation import make_mutants
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS
+from codea1_eval.metrics.pseudo_models import TESTER, pseudo_model
 from codea1_eval.results import RunDir, content_hash
 from codea1_eval.sandbox import Executor
 from codea1_eval.stages import Stage, WorkItem
@@ -29,7 +29,7 @@ def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[st
 
     def compute(todo: list[WorkItem]):
         extractions = [extract_rounds(replies[item.task_id], item.payload.entry_point)
-                       if protocol == "ult" and config.tester != REFERENCE_INPUTS
+                       if protocol == "ult" and pseudo_model(config.tester, TESTER) is None
                        else extract_asserts(replies[item.task_id][0], item.payload.entry_point) for item in todo]
         suites = validate_suites(extractions, [item.payload.reference for item in todo], config.mode, executor,
                                  time_limit=3.0 * config.timeout_scale)
