@@ -27,14 +27,14 @@ def require_release_size(path: Path, name: str, found: int, expected: int) -> No
                         "supported release")
 
 
-def _candidates(folder: Path, subfolder: str, filename: str) -> list[Path]:
-    names = [filename, filename + ".gz"]
+def _candidates(folder: Path, subfolder: str, filenames: tuple[str, ...]) -> list[Path]:
+    names = [name for filename in filenames for name in (filename, filename + ".gz")]
     return [folder / subfolder / name for name in names] + [folder / name for name in names]
 
 
 def resolve_data_file(filename: str, subfolder: str, data_dir: Path | None = None,
-                      override_env: str | None = None, download=None) -> Path:
-    """Find ``filename`` (or ``filename.gz``).
+                      override_env: str | None = None, download=None, alternatives: tuple[str, ...] = ()) -> Path:
+    """Find ``filename`` (or ``filename.gz``), else one of ``alternatives`` (other names of the same data).
 
     Order: ``data_dir`` or ``$CODEA1_DATA_DIR`` (laid out like shared/data with ``subfolder``
     inside, or holding the file itself) -> ``$override_env`` -> ``download()`` (evalplus' cache
@@ -43,7 +43,7 @@ def resolve_data_file(filename: str, subfolder: str, data_dir: Path | None = Non
     """
     folder = data_dir or (Path(os.environ[DATA_DIR_ENV]) if os.environ.get(DATA_DIR_ENV) else None)
     if folder is not None:
-        for path in _candidates(Path(folder), subfolder, filename):
+        for path in _candidates(Path(folder), subfolder, (filename, *alternatives)):
             if path.is_file():
                 return path
         if data_dir is not None:

@@ -62,12 +62,12 @@ def runnable_part(benchmark: "Benchmark", truth: Mapping[str, Any],
 
     References that fail beyond the harness' allowance stop the run (ReferenceFailure naming the
     tasks): a machine that cannot run the canonical solutions cannot judge candidates either. With
-    ``allow_failing_references`` those tasks are skipped instead."""
+    ``allow_failing_references``, or a harness without an allowance (None), those tasks are skipped instead."""
     skipped = benchmark.harness.unrunnable(benchmark.problems, truth)
     allowance = benchmark.harness.reference_failure_allowance
     failing = {task_id: gt.error for task_id, gt in truth.items() if not gt.ok and task_id not in skipped}
-    if allowance is not None and len(failing) > allowance:
-        if not allow_failing_references:
+    if allowance is None or len(failing) > allowance:
+        if allowance is not None and not allow_failing_references:
             listed = "; ".join(f"{task_id} ({first_error_line(error)})" for task_id, error in list(failing.items())[:5])
             more = f" and {len(failing) - 5} more" if len(failing) > 5 else ""
             raise ReferenceFailure(

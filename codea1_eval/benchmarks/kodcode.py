@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
-from codea1_eval.benchmarks.data import DATA_DIR_ENV, file_sha256, resolve_data_file
-from codea1_eval.benchmarks.harness import Harness, first_error_line
+from codea1_eval.benchmarks.data import file_sha256, resolve_data_file
+from codea1_eval.benchmarks.harness import Harness
 from codea1_eval.errors import UserError
 
 GENERIC_FIELDS = ("question_id", "question", "entry_point", "solution")
@@ -69,17 +68,10 @@ class KodCodeHarness(Harness):
     name = "kodcode"
     reference_failure_allowance = None
 
-    def unrunnable(self, problems: list[Problem], truth: Mapping[str, Any]) -> dict[str, str]:
-        return {p.task_id: f"reference fails here: {first_error_line(truth[p.task_id].error)}"
-                for p in problems if p.task_id in truth and not truth[p.task_id].ok}
-
 
 def load_kodcode(data_dir: Path | None = None) -> Benchmark:
     """KodCode-V1 rows with a test program, from a local parquet or JSONL file."""
-    folder = data_dir or (Path(os.environ[DATA_DIR_ENV]) if os.environ.get(DATA_DIR_ENV) else None)
-    parquet = [folder / "kodcode" / f"{KODCODE_FILE}.parquet", folder / f"{KODCODE_FILE}.parquet"] if folder else []
-    path = next((p for p in parquet if p.is_file()), None) or resolve_data_file(f"{KODCODE_FILE}.jsonl", "kodcode",
-                                                                                 data_dir)
+    path = resolve_data_file(f"{KODCODE_FILE}.parquet", "kodcode", data_dir, alternatives=(f"{KODCODE_FILE}.jsonl",))
     problems = [problem for problem in (problem_from_row(row, where) for where, row in read_rows(path))
                 if problem.test_script is not None]
     if not problems:

@@ -3,7 +3,7 @@ the program passes when the script returns."""
 
 from __future__ import annotations
 
-from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind
+from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind, reference_error
 from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
 from codea1_eval.sandbox import RETURNED, ExecResult, Program
 
@@ -19,10 +19,7 @@ class CheckScriptKind(TestKind):
         return Program(problem.reference, None, script=problem.test_script, time_limits=[GROUND_TRUTH_CALL_LIMIT_S])
 
     def ground_truth(self, problem, oracle: str, result: ExecResult) -> GroundTruth:
-        failed = [c for c in result.calls if c.status != RETURNED]
-        error = None
-        if result.status != "ok" or failed:
-            error = result.error or f"{len(failed)} reference calls did not return: {failed[0].error}"
+        error = reference_error(result)
         return GroundTruth([], [c.duration for c in result.calls], error is None, error)
 
     def candidate_program(self, problem, truth, code: str, timeout_scale: float = 1.0,

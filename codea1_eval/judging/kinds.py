@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from codea1_eval.registry import Registry
+from codea1_eval.sandbox import OK, RETURNED
 
 if TYPE_CHECKING:
     from codea1_eval.benchmarks.base import Benchmark, Problem
@@ -51,6 +52,15 @@ class TestKind:
         raise NotImplementedError
 
 
+def reference_error(result: "ExecResult") -> str | None:
+    """Why a reference's run is not ground truth (its program's error, or how many calls did not return);
+    None when every call returned."""
+    failed = [call for call in result.calls if call.status != RETURNED]
+    if result.status == OK and not failed:
+        return None
+    return result.error or f"{len(failed)} reference calls did not return: {failed[0].error}"
+
+
 TEST_KINDS: Registry[TestKind] = Registry("test kind")
 TEST_KINDS.register("values", "codea1_eval.judging.values:VALUES",
                     help="evalplus inputs: each input one call, the returned value compared here")
@@ -74,8 +84,6 @@ def candidate_program(problem: "Problem", truth: "GroundTruth | None", code: str
     return kind_of(problem).candidate_program(problem, truth, code, timeout_scale, oracle)
 
 
-def judge(benchmark: "Benchmark | None", problem: "Problem", truth: "GroundTruth | None",
-          result: "ExecResult") -> "Verdict":
-    """A candidate's verdict on ``problem`` from its execution, judged on the trusted side (only the
-    ``values`` kind needs the benchmark, for its oracle)."""
-    return kind_of(problem).verdict(benchmark.oracle if benchmark is not None else "", problem, truth, result)
+def judge(benchmark: "Benchmark", problem: "Problem", truth: "GroundTruth | None", result: "ExecResult") -> "Verdict":
+    """A candidate's verdict on ``problem`` from its execution, judged on the trusted side."""
+    return kind_of(problem).verdict(benchmark.oracle, problem, truth, result)

@@ -3,7 +3,7 @@ on the trusted side, with the benchmark's oracle (evalplus' rules), and time lim
 
 from __future__ import annotations
 
-from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind
+from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind, reference_error
 from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
 from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, compare_outputs
@@ -45,13 +45,10 @@ class ValuesKind(TestKind):
                        time_limits=[GROUND_TRUTH_CALL_LIMIT_S] * count)
 
     def ground_truth(self, problem, oracle: str, result: ExecResult) -> GroundTruth:
-        failed = [c for c in result.calls if c.status != RETURNED]
         outputs = [c.value for c in result.calls]
         if oracle == "mbpp" and problem.entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
             outputs = [value is not None for value in outputs]
-        error = None
-        if result.status != "ok" or failed:
-            error = result.error or f"{len(failed)} reference calls did not return: {failed[0].error}"
+        error = reference_error(result)
         return GroundTruth(outputs, [c.duration for c in result.calls], error is None, error)
 
     def candidate_program(self, problem, truth, code: str, timeout_scale: float = 1.0,

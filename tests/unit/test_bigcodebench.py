@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codea1_eval.benchmarks.base import Problem, load_benchmark
+from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.benchmarks.bigcodebench import calibrate, chat_messages, sanitize_solution, skip_reasons
 from codea1_eval.errors import UserError
 from codea1_eval.judging import GroundTruth, candidate_program, judge
@@ -22,6 +22,10 @@ class TestCases(unittest.TestCase):
     def helper(self):
         pass
 '''
+
+
+def _benchmark(problem: Problem) -> Benchmark:
+    return Benchmark("bigcodebench", "unittest", [problem], "", "")
 
 
 def _problem(modules=("math",)) -> Problem:
@@ -86,7 +90,7 @@ def test_each_test_method_is_one_sandbox_call(code, statuses, passed):
     problem = _problem()
     program = candidate_program(problem, None, code, timeout_scale=0.1)  # 2 s per test method
     result = Executor(parallel=1).run(program)
-    verdict = judge(None, problem, None, result)
+    verdict = judge(_benchmark(problem), problem, None, result)
     assert verdict.call_statuses == statuses and verdict.passed is passed
     if not passed:
         assert verdict.error
@@ -95,7 +99,7 @@ def test_each_test_method_is_one_sandbox_call(code, statuses, passed):
 def test_a_program_that_does_not_load_fails():
     problem = _problem()
     result = Executor(parallel=1).run(candidate_program(problem, None, "def task_func(x) return\n"))
-    assert judge(None, problem, None, result).passed is False
+    assert judge(_benchmark(problem), problem, None, result).passed is False
 
 
 def test_skip_reasons_name_missing_libraries_before_failing_references():
