@@ -31,7 +31,7 @@ def print_avg_metrics(metrics: dict[str, Any]) -> None:
 def print_mul_metrics(metrics: dict[str, Any]) -> None:
     """A table of pass@k, mut@k (plain, conditional) and Mul with 95% intervals, then coverage."""
     table = Table(title=f"{metrics['benchmark']}: {metrics['n_tasks']} tasks, tester {metrics['tester']} "
-                        f"({metrics['protocol']}, {metrics['mode']}, {metrics['mutator']})")
+                        f"({', '.join(str(metrics[key]) for key in ('protocol', 'mode', 'mutator') if metrics.get(key))})")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
@@ -43,7 +43,7 @@ def print_mul_metrics(metrics: dict[str, Any]) -> None:
     console.print(table)
     console.print(f"coverage: line {_number(metrics['line_coverage'])}%, branch {_number(metrics['branch_coverage'])}%"
                   f" ({metrics['n_tasks_coverage']} tasks)   mutants: {metrics['mutants']}"
-                  f"   tests by validity: {metrics['validity']}")
+                  + (f"   tests by validity: {metrics['validity']}" if "validity" in metrics else ""))
     if "run_dir" in metrics:
         console.print(f"run dir: {metrics['run_dir']}")
 

@@ -2,7 +2,8 @@
 
 Files are a JSON array despite the ``.jsonl`` name (JSON lines are accepted too); tasks have func_name,
 code, prompt, task_id, test_list. ``test_list`` is not an answer key (most of its asserts fail on
-``code``) and is not loaded. ``ult-lite`` is ULT_Lite.jsonl (200 tasks, in shared/data); ``ult`` is the
+``code``): only its calls are kept, as ``meta["example_calls"]`` (the source of each distinct
+``f(...)`` on the left of an ``assert f(...) == x``), inputs for the ``reference-inputs`` tester. ``ult-lite`` is ULT_Lite.jsonl (200 tasks, in shared/data); ``ult`` is the
 full ULT.jsonl (3,909 tasks), which users supply through --data-dir / $CODEA1_DATA_DIR (``ult/``).
 
 ULT's harness runs every function below a fixed import header (Aoshining/UnLeakedTestBench
@@ -77,6 +78,20 @@ def _read_tasks(path: Path) -> list[dict]:
     return tasks
 
 
+def example_calls(task: dict) -> list[str]:
+    """The distinct calls of ``func_name`` on the left of the task's ``assert f(...) == x`` examples."""
+    calls: dict[str, None] = {}
+    for example in task.get("test_list") or ():
+        try:
+            node = ast.parse(example).body[0]
+        except (SyntaxError, ValueError, IndexError, RecursionError):
+            continue
+        if (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and isinstance(node.test.left, ast.Call)
+                and isinstance(node.test.left.func, ast.Name) and node.test.left.func.id == task["func_name"]):
+            calls.setdefault(ast.unparse(node.test.left))
+    return list(calls)
+
+
 def _problem(task: dict, path: Path) -> Problem:
     code = task["code"]
     try:
@@ -89,7 +104,7 @@ def _problem(task: dict, path: Path) -> Problem:
         entry_point=task["func_name"],
         reference=f"{prelude}\n{code}" if prelude else code,
         prompt=code,
-        meta={"prelude": prelude},
+        meta={"prelude": prelude, "example_calls": example_calls(task)},
     )
 
 

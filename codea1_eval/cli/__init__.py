@@ -69,12 +69,14 @@ def mul(
     tester: str = typer.Option("smollm2", help=MODEL_SPEC_HELP + " Or reference-inputs (asserts from the "
                                "benchmark's inputs and the reference's outputs)."),
     benchmark: str = typer.Option("ult-lite", help="ult-lite | ult | humaneval+ | mbpp+"),
-    protocol: Optional[str] = typer.Option(None, help="code-a1 (white-box) | black-box | ult "
-                                           "(default: ult on ULT benchmarks, else code-a1)."),
+    protocol: Optional[str] = typer.Option(None, help="code-a1 (white-box) | black-box | ult (the "
+                                           "authors' ULT harness: pytest on each round's test) | ult-asserts (each "
+                                           "round's first assert, Code-A1 rules). Default: ult on ULT, else code-a1."),
     coder: Optional[str] = typer.Option(None, help="White-box code from this model (default: the reference)."),
     k: int = typer.Option(5, "-k", min=1, help="Tests per task (ULT rounds); metrics at k in {1, 2, 5} <= k."),
     mode: str = typer.Option("faithful", help="faithful (Code-A1: every operator read as ==) | strict."),
-    mutator: opt.Mutator = "mutmut",
+    mutator: Optional[str] = typer.Option(None, help="Mutation engine: cosmic-ray | mutmut | ast-ops (or a "
+                                          "plugin's); default: cosmic-ray (the paper's) on ULT, else mutmut."),
     temperature: opt.Temperature = 0.0,
     top_p: opt.TopP = 1.0,
     max_tokens: opt.MaxTokens = 1024,

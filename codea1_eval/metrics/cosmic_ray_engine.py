@@ -27,7 +27,7 @@ from codea1_eval.metrics.kill_matrix import pytest_cli_env, write_pytest_project
 from codea1_eval.metrics.mutation import Mutant
 
 _CONFIG = """[cosmic-ray]
-module-path = "solution.py"
+module-path = {module}
 timeout = {timeout}
 excluded-modules = []
 test-command = {command}
@@ -77,13 +77,21 @@ def run_cosmic_ray_cli(source: str, tests: Sequence[str], workdir: Path, timeout
     ``timeout_s`` is cosmic-ray's per-mutant limit on the whole test command. With ``only``, the
     other work items are marked skipped before ``exec`` (as cosmic-ray's filters do) and left out.
     """
+    write_pytest_project(workdir, source, tests)
+    command = f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider test_solution.py"
+    return run_cosmic_ray_session(workdir, "solution.py", command, timeout_s, only, time_limit_s)
+
+
+def run_cosmic_ray_session(workdir: Path, module_path: str, test_command: str, timeout_s: float = 10.0,
+                           only: Collection[str] | None = None, time_limit_s: float = 3600.0) -> dict[str, str]:
+    """``cosmic-ray init`` and ``exec`` on a project already in ``workdir`` (``module_path`` mutated,
+    ``test_command`` run per mutant); each mutant's outcome (killed, survived, incompetent) by id."""
     _require_cosmic_ray()
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
-    write_pytest_project(workdir, source, tests)
-    command = f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider test_solution.py"
-    (workdir / "cosmic-ray.toml").write_text(_CONFIG.format(timeout=float(timeout_s), command=json.dumps(command)))
+    (workdir / "cosmic-ray.toml").write_text(_CONFIG.format(module=json.dumps(module_path), timeout=float(timeout_s),
+                                                            command=json.dumps(test_command)))
     cli = [sys.executable, "-m", "cosmic_ray.cli"]
     session = "session.sqlite"
     _run(cli + ["init", "cosmic-ray.toml", session], workdir, time_limit_s)

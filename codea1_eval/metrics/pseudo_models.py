@@ -4,7 +4,7 @@ a model spec of that role is (`bon --coder`, `bon --tester`, `mul --tester`).
 - ``mutants`` (coder): the reference plus M - 1 of its mutants, shuffled with the seed; candidates whose
   correctness is known without a strong coder.
 - ``reference-inputs`` (tester): asserts built from the reference's outputs on the benchmark's own
-  inputs, one suite per problem; a golden-test upper bound.
+  inputs (or ULT's example calls), one suite per problem; a golden-test upper bound.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from codea1_eval.errors import UserError
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR, mutant_candidates
-from codea1_eval.metrics.reference_tests import REFERENCE_INPUTS, reference_inputs_reply, require_inputs
+from codea1_eval.metrics.reference_tests import (REFERENCE_INPUTS, reference_inputs_reply, reference_inputs_rounds,
+                                                 require_inputs)
 from codea1_eval.registry import Registry
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ class MutantsCoder(PseudoModel):
 
 
 class ReferenceInputsTester(PseudoModel):
-    """Asserts from the reference's outputs on the benchmark's inputs (input/output benchmarks only)."""
+    """Asserts from the reference's outputs on the benchmark's inputs (HumanEval+, MBPP+) or example calls
+    (ULT)."""
 
     role = TESTER
 
@@ -54,6 +56,10 @@ class ReferenceInputsTester(PseudoModel):
         """The tester's reply for ``problem``: its asserts in one code block (at least ``minimum`` where
         the inputs allow)."""
         return reference_inputs_reply(problem, executor, minimum)
+
+    def rounds(self, problem: "Problem", executor: "Executor", count: int) -> list[str]:
+        """Its replies to ``count`` rounds of the ULT chat (one test function each)."""
+        return reference_inputs_rounds(problem, executor, count)
 
 
 PSEUDO_MODELS: Registry[PseudoModel] = Registry("pseudo-model")

@@ -113,6 +113,21 @@ def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Tabl
     return table
 
 
+def run_protocol(run: Run) -> str:
+    """How a mul run judged its tests. A ``ult`` run from before the authors' harness was reproduced
+    (its metrics carry assert validity counts) read each round's first assert: ``ult-asserts``."""
+    protocol = run.setting("protocol") or "code-a1"
+    return "ult-asserts" if protocol == "ult" and "validity" in run.metrics else protocol
+
+
+def _tester_label(run: Run) -> str:
+    """The tester, with the protocol in brackets unless it is the benchmark's default (ult on ULT, else
+    code-a1), so a table never mixes the authors' ULT scoring with another reading unlabelled."""
+    default = "ult" if run.benchmark.startswith("ult") else "code-a1"
+    protocol = run_protocol(run)
+    return run.model("tester") + ("" if protocol == default else f" [{protocol}]")
+
+
 def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "conditional", **_: object) -> Table:
     """Table 2: pass@k, mut@k (``conditional``: the paper's; ``plain``: all tasks) and Mul per benchmark."""
     runs = _only(runs, "mul")
@@ -129,7 +144,7 @@ def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "con
         name = benchmark_label(benchmark)
         columns += [f"{name} pass@{k}", f"{name} mut@{k}" + (" (cond.)" if suffix else ""), f"{name} Mul@{k}"]
         keys += [(benchmark, f"pass@{k}"), (benchmark, f"mut@{k}{suffix}"), (benchmark, f"mul@{k}{suffix}")]
-    rows = _unique_rows([(run.model("tester"), run.benchmark, run) for run in runs])
+    rows = _unique_rows([(_tester_label(run), run.benchmark, run) for run in runs])
     table = Table(f"Testers: pass@{k}, mut@{k} ({variant}) and Mul (%)", columns)
     for label, by_benchmark in rows.items():
         table.rows.append((label, [_cell(by_benchmark[b], key) if b in by_benchmark else Cell(None) for b, key in keys]))

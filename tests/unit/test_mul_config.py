@@ -5,6 +5,7 @@ import pytest
 from codea1_eval.asserts import FAITHFUL, AssertResult, SuiteResult
 from codea1_eval.errors import UserError
 from codea1_eval.commands.mul import MulConfig, suite_tests
+from codea1_eval.commands.mul.scoring import UNRUNNABLE_TEST
 
 
 def test_protocol_defaults_per_benchmark_and_explicit_choice():
@@ -28,16 +29,16 @@ def test_config_hash_ignores_run_only_fields():
     assert MulConfig(k=4).default_out() != MulConfig(k=5).default_out()
 
 
-def test_suite_tests_are_the_first_k_kept_tests_with_their_correctness():
+def test_suite_tests_are_the_first_k_extracted_tests_a_raise_or_repeat_counting_as_failed():
     results = (AssertResult("valid", "s1", assert_source="assert f(1) == 1"),
                AssertResult("raised", "s2"),
                AssertResult("wrong_answer", "s3", assert_source="assert f(2) == 4"),
                AssertResult("duplicate", "s4"),
                AssertResult("valid", "s5", assert_source="assert f(3) == 9"))
     suite = SuiteResult(FAITHFUL, "python_blocks", results)
-    assert suite_tests(suite, 2) == (["assert f(1) == 1", "assert f(2) == 4"], [True, False])
-    assert suite_tests(suite, 5) == (["assert f(1) == 1", "assert f(2) == 4", "assert f(3) == 9"],
-                                     [True, False, True])
+    assert suite_tests(suite, 2) == (["assert f(1) == 1", UNRUNNABLE_TEST], [True, False])
+    assert suite_tests(suite, 5) == (["assert f(1) == 1", UNRUNNABLE_TEST, "assert f(2) == 4", UNRUNNABLE_TEST,
+                                      "assert f(3) == 9"], [True, False, False, False, True])
 
 
 def test_sample_file_ids_are_read_from_the_given_file(tmp_path, data_dir):

@@ -75,3 +75,20 @@ def test_runs_frame_has_models_settings_and_flattened_metrics():
     assert list(frame["coder"]) == ["x", "c1"] and list(frame["tester"]) == ["-", "t1"]
     assert frame.loc[1, "accuracy.most-passed"] == 50.0 and frame.loc[0, "avg@1"] == 50.0
     assert frame.loc[0, "dataset_sha256"] == "sha-humaneval+" and frame.loc[1, "candidates"] == 4
+
+
+def test_tester_rows_name_a_protocol_other_than_the_benchmarks_default():
+    from pathlib import Path
+
+    from codea1_eval.tables.index import Run
+    from codea1_eval.tables.layouts import _tester_label
+
+    def run(benchmark: str, protocol: str, **metrics) -> Run:
+        return Run(Path("x"), "mul", {"tester": "smollm2", "protocol": protocol},
+                   {"benchmark": benchmark, "protocol": protocol, **metrics}, {})
+
+    assert _tester_label(run("ult-lite", "ult", coverage_at_k={})) == "smollm2"
+    assert _tester_label(run("ult-lite", "ult", validity={"valid": 3})) == "smollm2 [ult-asserts]"  # an older run
+    assert _tester_label(run("ult", "ult-asserts")) == "smollm2 [ult-asserts]"
+    assert _tester_label(run("humaneval+", "code-a1")) == "smollm2"
+    assert _tester_label(run("humaneval+", "black-box")) == "smollm2 [black-box]"

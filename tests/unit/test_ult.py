@@ -17,7 +17,13 @@ def test_ult_lite_loads_200_reference_functions(data_dir):
     assert (first.task_id, first.entry_point) == ("10", "is_degree_in_degree_range")
     assert first.question.startswith("Checkes whether a given degreevalue lies between")
     assert first.prompt.startswith("def is_degree_in_degree_range(degree_a, degree_b, degree_c):")
-    assert first.reference == first.prompt and first.meta == {"prelude": ""}
+    assert first.reference == first.prompt and first.meta["prelude"] == ""
+    # test_list's calls (its expected values are not trusted): the file's first task, read by hand
+    assert first.meta["example_calls"] == ["is_degree_in_degree_range(180, 360, 180)",
+                                           "is_degree_in_degree_range(30, 150, 100)",
+                                           "is_degree_in_degree_range(359, 1, 180)",
+                                           "is_degree_in_degree_range(0, 180, 90)",
+                                           "is_degree_in_degree_range(-190, 170, -180)"]
     assert benchmark.problems[-1].task_id == "13514"
     assert len({p.task_id for p in benchmark.problems}) == 200
     assert all(p.inputs is None and p.test_script is None for p in benchmark.problems)  # no answer key

@@ -12,7 +12,11 @@ from codea1_eval.errors import UserError
 from codea1_eval.results import config_hash
 
 
-PROTOCOLS = ("code-a1", "black-box", "ult")
+PROTOCOLS = ("code-a1", "black-box", "ult", "ult-asserts")
+ROUND_PROTOCOLS = ("ult", "ult-asserts")
+"""Protocols whose tester answers k rounds of the ULT chat: ``ult`` judges them as the Code-A1 authors' ULT
+harness does (the default on ULT benchmarks); ``ult-asserts`` reads each round's first assert with the
+Code-A1 assert rules (stricter: operators read as ==, non-call asserts and repeats dropped)."""
 DEFAULT_KS = (1, 2, 5)
 GENERATIONS, CANDIDATES, TESTS, MUTANTS, COVERAGE, METRICS = (
     "generations.jsonl", "candidates.jsonl", "tests.jsonl", "mutants.jsonl", "coverage.jsonl", "metrics.json")
@@ -28,7 +32,7 @@ class MulConfig(RunOptions):
     coder: str | None = None  # white-box code from this model; None: the reference itself
     k: int = 5
     mode: str = FAITHFUL
-    mutator: str = "mutmut"
+    mutator: str | None = None  # None: cosmic-ray (the paper's) on ULT benchmarks, mutmut otherwise
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 1024
@@ -45,10 +49,14 @@ class MulConfig(RunOptions):
             raise UserError(f"unknown protocol {protocol!r}; use one of: {', '.join(PROTOCOLS)}")
         return protocol
 
+    def resolved_mutator(self, benchmark: str) -> str:
+        return self.mutator or ("cosmic-ray" if benchmark.startswith("ult") else "mutmut")
+
     def identity(self) -> dict:
         """The fields that determine results (what the run dir's config hash covers)."""
         identity = self.result_fields()
         identity["protocol"] = self.resolved_protocol(self.benchmark)
+        identity["mutator"] = self.resolved_mutator(self.benchmark)
         return identity
 
     def ks(self) -> list[int]:

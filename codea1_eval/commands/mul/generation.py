@@ -14,7 +14,7 @@ from codea1_eval.prompts import code_messages
 from codea1_eval.requests import tester_request, ult_round_request
 from codea1_eval.results import JsonlAppender, RunDir, read_jsonl
 from codea1_eval.sandbox import Executor
-from codea1_eval.commands.mul.config import CANDIDATES, GENERATIONS, MulConfig
+from codea1_eval.commands.mul.config import CANDIDATES, GENERATIONS, ROUND_PROTOCOLS, MulConfig
 
 
 # ------------------------------------------------------------------------------------ generation
@@ -44,26 +44,28 @@ def white_box_code(config: MulConfig, benchmark: Benchmark, run: RunDir, facts: 
     return done
 
 
-def _pseudo_replies(name: str, tester, benchmark: Benchmark, executor: Executor, k: int) -> dict[str, list[str]]:
+def _pseudo_replies(name: str, tester, benchmark: Benchmark, executor: Executor, k: int,
+                    rounds: bool) -> dict[str, list[str]]:
     replies = {}
     with progress(f"{name} tests", len(benchmark.problems)) as advance:
         for problem in benchmark.problems:
-            replies[problem.task_id] = [tester.reply(problem, executor, minimum=k)]
+            replies[problem.task_id] = (tester.rounds(problem, executor, k) if rounds
+                                        else [tester.reply(problem, executor, minimum=k)])
             advance(1)
     return replies
 
 
 def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, executor: Executor,
                      facts: dict) -> dict[str, list[str]]:
-    """Tester replies per task: one for code-a1/black-box, ``k`` rounds for ult (greedy)."""
+    """Tester replies per task: one for code-a1/black-box, ``k`` rounds for the ULT protocols (greedy)."""
     tester = pseudo_model(config.tester, TESTER)
-    if tester is not None:
-        return _pseudo_replies(config.tester, tester, benchmark, executor, config.k)
     protocol = config.resolved_protocol(benchmark.name)
+    if tester is not None:
+        return _pseudo_replies(config.tester, tester, benchmark, executor, config.k, protocol in ROUND_PROTOCOLS)
     replies: dict[str, dict[int, str]] = {p.task_id: {} for p in benchmark.problems}
     for record in read_jsonl(run.file(GENERATIONS)):
         replies[record["task_id"]][record["round"]] = record["response"]
-    rounds = config.k if protocol == "ult" else 1
+    rounds = config.k if protocol in ROUND_PROTOCOLS else 1
     code = white_box_code(config, benchmark, run, facts) if protocol == "code-a1" else {}
     backend = None
     problems = benchmark.problems
@@ -73,7 +75,7 @@ def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, execu
             continue
         backend = backend or config.load_backend(config.tester)
         requests = [ult_round_request(p, [replies[p.task_id][r] for r in range(round_index)], config.max_tokens)
-                    if protocol == "ult" else
+                    if protocol in ROUND_PROTOCOLS else
                     tester_request(p, code.get(p.task_id) if protocol == "code-a1" else None, 1, config.temperature,
                                    config.top_p, config.max_tokens, config.seed, p.task_id) for p in problems]
         title = f"tests ({config.tester})" + (f", round {round_index + 1}/{rounds}" if rounds > 1 else "")

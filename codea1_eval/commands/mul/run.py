@@ -33,6 +33,7 @@ from codea1_eval.results import RunDir
 from codea1_eval.sandbox import SANDBOX_ERROR, SandboxLimits, make_executor
 from codea1_eval.stages import ground_truth_stage
 from codea1_eval.commands.mul.config import METRICS, MulConfig
+from codea1_eval.commands.mul import ult
 from codea1_eval.commands.mul.generation import generate_replies
 from codea1_eval.commands.mul.scoring import measure_task_coverage, mutate, suite_tests, validate
 
@@ -67,6 +68,19 @@ def compute_metrics(config: MulConfig, benchmark: Benchmark, suites: dict[str, S
     return metrics
 
 
+def _ult_scores(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[str]], run: RunDir,
+                executor, sample_ids: tuple[str, ...] | None) -> dict[str, Any]:
+    """Stages 2 to 4 under the ``ult`` protocol (the authors' ULT harness, ``commands.mul.ult``)."""
+    tests = ult.run_tests(config, benchmark, replies, run, executor)
+    mutants = ult.run_mutants(config, ult.mutation_tasks(config, benchmark, tests, sample_ids), tests, run, executor)
+    metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
+                               "tester": config.tester, "protocol": "ult", "mode": None, "mutator": config.mutator,
+                               "k": config.k}
+    metrics.update(ult.ult_metrics(config, benchmark, tests, mutants))
+    metrics["sample_ids"] = len(sample_ids) if sample_ids is not None else None
+    return metrics
+
+
 def _sample_ids(config: MulConfig, benchmark: Benchmark) -> tuple[str, ...] | None:
     """Task ids for conditional mut@k: ``--sample-file`` (task ids, or ``task_<i>`` positions on
     the full ULT), by default the authors' fixed 10% sample on ``ult``, else none."""
@@ -86,6 +100,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         raise UserError(f"k must be at least 1, got {config.k}")
     if config.mode not in MODES:
         raise UserError(f"unknown mode {config.mode!r}; use one of: {', '.join(MODES)}")
+    config.mutator = config.resolved_mutator(config.benchmark)
     MUTATORS.check(config.mutator)
     tester = pseudo_model(config.tester, TESTER)
     if tester is None:
@@ -105,10 +120,13 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         benchmark, _, facts = ground_truth_stage(run, benchmark, executor, config.allow_failing_references)
         replies = generate_replies(config, benchmark, run, executor, facts)
         run.write_manifest({**facts, "status": "running"})
-        suites = validate(config, benchmark, replies, run, executor)
-        matrices = mutate(config, benchmark, suites, run, executor)
-        coverage = measure_task_coverage(config, benchmark, suites, run, executor)
-        metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
+        if config.resolved_protocol(benchmark.name) == "ult":
+            metrics = _ult_scores(config, benchmark, replies, run, executor, sample_ids)
+        else:
+            suites = validate(config, benchmark, replies, run, executor)
+            matrices = mutate(config, benchmark, suites, run, executor)
+            coverage = measure_task_coverage(config, benchmark, suites, run, executor)
+            metrics = compute_metrics(config, benchmark, suites, matrices, coverage, sample_ids)
         metrics["skipped"] = facts["skipped"]
         metrics = write_metrics(run.file(METRICS), metrics)
         run.write_manifest({**facts, "status": "complete"})

@@ -11,7 +11,6 @@ from codea1_eval.benchmarks.base import Benchmark
 from codea1_eval.metrics.coverage import measure_coverage
 from codea1_eval.metrics.kill_matrix import kill_matrix
 from codea1_eval.metrics.mutation import make_mutants
-from codea1_eval.metrics.pseudo_models import TESTER, pseudo_model
 from codea1_eval.results import RunDir, content_hash
 from codea1_eval.sandbox import Executor
 from codea1_eval.stages import Stage, WorkItem
@@ -29,8 +28,7 @@ def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[st
 
     def compute(todo: list[WorkItem]):
         extractions = [extract_rounds(replies[item.task_id], item.payload.entry_point)
-                       if protocol == "ult" and pseudo_model(config.tester, TESTER) is None
-                       else extract_asserts(replies[item.task_id][0], item.payload.entry_point) for item in todo]
+                       if protocol == "ult-asserts" else extract_asserts(replies[item.task_id][0], item.payload.entry_point) for item in todo]
         suites = validate_suites(extractions, [item.payload.reference for item in todo], config.mode, executor,
                                  time_limit=3.0 * config.timeout_scale)
         return ((index, suite.to_dict()) for index, suite in enumerate(suites))
@@ -39,11 +37,15 @@ def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[st
     return {item.task_id: SuiteResult.from_dict(records[item.key]) for item in items}
 
 
-def suite_tests(suite: SuiteResult, k: int) -> tuple[list[str], list[bool]]:
-    """The first ``k`` kept tests (as runnable asserts) and whether each one's prediction was right."""
-    kept = suite.kept[:k]
-    return [t.assert_source for t in kept], [t.status == VALID for t in kept]
+UNRUNNABLE_TEST = "assert False  # the tester's test did not run on the reference"
 
+
+def suite_tests(suite: SuiteResult, k: int) -> tuple[list[str], list[bool]]:
+    """The first ``k`` extracted tests, in reply order (as runnable asserts), and whether each passes on
+    the reference. A test that raised, repeated an earlier one or could not be read counts as a failed
+    test (it runs as ``UNRUNNABLE_TEST``, and kills no mutant: only passing tests' kills count)."""
+    first = suite.results[:k]
+    return [t.assert_source or UNRUNNABLE_TEST for t in first], [t.status == VALID for t in first]
 
 
 def mutate(config: MulConfig, benchmark: Benchmark, suites: dict[str, SuiteResult], run: RunDir,

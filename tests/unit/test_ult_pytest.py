@@ -1,0 +1,99 @@
+"""The ULT harness run: pytest 9's outcomes for each test shape, and their print_results.py arithmetic.
+
+The expected outcomes are what ``pytest test.py -rA`` printed for the same module here (pytest 9.0.3):
+3 failed, 5 passed, 1 skipped, 1 xfailed, 2 errors; a generator test is a collection error. The metric
+values are worked out by hand from their formulas (Ray/main.py, print_results.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codea1_eval.asserts.ult_format import ult_reference_module, ult_test_module
+from codea1_eval.commands.mul.config import MulConfig
+from codea1_eval.commands.mul.ult import KILLED, SURVIVED, ult_metrics
+from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.metrics.ult_pytest import (ERROR, FAILED, PASSED, SKIPPED, XFAILED, PytestRun, pytest_program,
+                                            pytest_runs)
+from codea1_eval.sandbox import Executor
+
+MODULE = ult_reference_module("def f(x):\n    return x\n\ndef test_in_mod():\n    assert f(1) == 1\n")
+SHAPES = [
+    "import sys",
+    "async def test_async():\n    assert True",
+    "def test_ret():\n    return 5",
+    "def test_exit():\n    sys.exit(0)",
+    "def test_param(x):\n    assert True",
+    "def test_self(self):\n    assert True",
+    "def test_default(x=1):\n    assert x == 1",
+    "class TestA:\n    def __init__(self):\n        pass\n    def test_m(self):\n        assert True",
+    "class TestB:\n    def test_m(self):\n        assert True",
+    "def test_skip():\n    pytest.skip('s')",
+    "def test_xfail():\n    pytest.xfail('x')",
+    "def test_fail():\n    pytest.fail('f')",
+    "test_not_a_function = 3",
+]
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[PytestRun]:
+    generator = "def test_gen():\n    yield 1"
+    return pytest_runs(Executor(parallel=1).run(pytest_program(
+        [(MODULE, ult_test_module(SHAPES)), (MODULE, ult_test_module([generator, *SHAPES])),
+         (MODULE, ult_test_module(["def test_loop():\n    while True:\n        pass"]))], True, 5.0)))
+
+
+def test_outcomes_are_pytests(runs):
+    outcomes = dict(runs[0].outcomes)
+    assert outcomes == {"test_1_in_mod": PASSED, "test_async": FAILED, "test_ret": PASSED, "test_exit": FAILED,
+                        "test_param": ERROR, "test_self": ERROR, "test_default": PASSED, "TestB::test_m": PASSED,
+                        "test_skip": SKIPPED, "test_xfail": XFAILED, "test_fail": FAILED}
+    assert (runs[0].passed, runs[0].count(FAILED), runs[0].count(ERROR)) == (4, 3, 2)
+    assert not runs[0].exit_ok and not runs[0].all_passed
+
+
+def test_a_generator_test_fails_collection_and_reports_no_coverage(runs):
+    assert runs[1].outcomes == [] and runs[1].collection_error.startswith("TypeError: 'yield' keyword")
+    assert runs[1].coverage == (0, 0, 0, 0) and runs[1].passed == 0 and not runs[1].exit_ok
+
+
+def test_a_run_past_its_limit_counts_nothing(runs):
+    assert runs[2].status == "timeout" and runs[2].passed == 0 and runs[2].coverage is None
+
+
+def test_coverage_counts_the_header_and_the_module(runs):
+    # mod.py: 14 header statements + def f + return + def test_1_in_mod + assert = 18, all run
+    assert runs[0].coverage == (18, 18, 0, 0)
+
+
+def _run(passed: int, failed: int = 0, coverage=(10, 20, 1, 4), status: str = "ok") -> dict:
+    outcomes = [(f"t{i}", PASSED) for i in range(passed)] + [(f"f{i}", FAILED) for i in range(failed)]
+    return PytestRun(status, outcomes, coverage=coverage if status == "ok" else None).to_dict()
+
+
+def test_their_metrics_by_hand():
+    problems = [Problem(str(i), "", "f", "") for i in range(4)]
+    benchmark = Benchmark("ult-lite", "ult", problems, "x", "0")
+    tests = {"0": {"runs": {"1": _run(1), "2": _run(2)}},  # all pass: mutated
+             "1": {"runs": {"1": _run(0, 1), "2": _run(1, 1, (5, 10, 0, 2))}},
+             "2": {"runs": {"1": _run(1, coverage=(3, 3, 2, 2)), "2": _run(0, status="timeout")}},
+             "3": {"runs": {"1": _run(1), "2": _run(2, coverage=(1, 30, 0, 10))}}}  # all pass: mutated
+    mutants = {"0": {"mutant_ids": ["a", "b", "c", "d"], "verdicts": {"1": [KILLED, SURVIVED, SURVIVED, SURVIVED],
+                                                                       "2": [KILLED, KILLED, KILLED, SURVIVED]}},
+               "3": {"mutant_ids": [], "verdicts": {"1": [], "2": []}}}  # no mutant: 0 survived
+    metrics = ult_metrics(MulConfig(k=2), benchmark, tests, mutants, resamples=10)
+    assert metrics["pass@1"] == 100 * 3 / 4 and metrics["pass@2"] == 100 * 5 / 8
+    # survived / mutants: k=1 -> 3/4 and 0 -> mean 3/8; k=2 -> 1/4 and 0 -> mean 1/8
+    assert metrics["mut@1_conditional"] == 100 * (1 - 3 / 8) and metrics["mut@2_conditional"] == 100 * (1 - 1 / 8)
+    assert metrics["mul@2_conditional"] == (100 * 5 / 8) * (100 * 7 / 8) / 100
+    # k=2 coverage: tasks 0, 1, 3 (task 2 timed out): lines (10+5+1)/(20+10+30), branches (1+0+0)/(4+2+10)
+    assert metrics["line_coverage"] == 100 * 16 / 60 and metrics["branch_coverage"] == 100 * 1 / 16
+    assert metrics["coverage_at_k"]["1"] == {"line_coverage": 100 * 33 / 63, "branch_coverage": 100 * 5 / 14}
+    assert metrics["n_tasks_conditional@2"] == 2 and metrics["mutants"] == 4
+
+
+def test_no_task_to_mutate_is_their_100():
+    problems = [Problem("0", "", "f", "")]
+    metrics = ult_metrics(MulConfig(k=1), Benchmark("ult-lite", "ult", problems, "x", "0"),
+                          {"0": {"runs": {"1": _run(0, 1)}}}, {}, resamples=10)
+    assert metrics["mut@1_conditional"] == 100.0 and metrics["n_tasks_conditional@1"] == 0
