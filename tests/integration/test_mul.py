@@ -10,13 +10,11 @@ import sys
 import pytest
 
 from codea1_eval.asserts import CLASSES
-from codea1_eval.asserts.ult_format import ult_reference_module
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.commands.mul import MulConfig, run_mul
+from codea1_eval.metrics.ult_peer import check_run_dir
 from codea1_eval.metrics.ult_pytest import PytestRun
 from codea1_eval.results import read_jsonl
-
-from ult_harness_peer import our_counts, their_pytest, write_task_dir
 
 pytestmark = pytest.mark.slow
 
@@ -39,13 +37,27 @@ def test_reference_inputs_pass_every_test_and_kill_most_mutants(tmp_path):
     assert len(list(read_jsonl(run / "mutants.jsonl"))) == 20  # resumed: nothing executed twice
 
 
+def test_reference_inputs_on_ult_lite_pass_in_every_round_that_has_a_test(tmp_path):
+    """ULT's reference-inputs tester: test_list's calls with the reference's values, one test per round;
+    in the authors' layout each such test passes, and rounds beyond its tests are their failing test."""
+    run = tmp_path / "ult-reference-inputs"
+    metrics = run_mul(MulConfig(benchmark="ult-lite", tester="reference-inputs", limit=3, k=5, mutator="ast-ops",
+                                out=run))
+    records = list(read_jsonl(run / "tests.jsonl"))
+    with_test = [sum("assert 1 == 0" not in test for test in record["tests"]) for record in records]
+    assert len(records) == 3 and sum(with_test) >= 13
+    assert metrics["pass@5"] == 100.0 * sum(with_test) / 15
+    assert metrics["n_tasks_conditional@5"] == with_test.count(5)  # the tasks whose five rounds all pass
+    assert (metrics["protocol"], metrics["mutator"]) == ("ult", "ast-ops")
+
+
 def _mul(*args):
     return subprocess.run([sys.executable, "-m", "codea1_eval", "mul", *args], capture_output=True, text=True,
                           timeout=1800)
 
 
 ULT_ARGS = ("--tester", "smollm2", "--benchmark", "ult-lite", "-k", "2", "--limit", "2", "--max-tokens", "160",
-            "--timeout-scale", "0.3")  # 3 s a mutant (not 10): mutants that loop end sooner; the rest is unchanged
+            "--timeout-scale", "0.1")  # 1 s a mutant (not 10), 3 s a pytest run: looping mutants end sooner
 
 
 def test_smollm2_tester_on_ult_lite_is_judged_like_the_authors_harness(tmp_path, data_dir):
@@ -62,17 +74,11 @@ def test_smollm2_tester_on_ult_lite_is_judged_like_the_authors_harness(tmp_path,
     assert (metrics["protocol"], metrics["mutator"], metrics["n_tasks"]) == ("ult", "cosmic-ray", 2)
 
     # SmolLM2's real rounds, as the real pytest and pytest-cov judge them in the authors' task layout
-    problems = {p.task_id: p for p in load_benchmark("ult-lite", data_dir).problems}
     records = list(read_jsonl(run / "tests.jsonl"))
     assert len(records) == 2 and all(len(r["tests"]) == 2 and set(r["runs"]) == {"1", "2"} for r in records)
-    passed = {1: 0, 2: 0}
-    for record in records:
-        for k in (1, 2):
-            folder = write_task_dir(tmp_path / f"k{k}" / f"task_{record['task_id']}",
-                                    ult_reference_module(problems[record["task_id"]].prompt), record["tests"][:k])
-            ours = PytestRun.from_dict(record["runs"][str(k)])
-            assert our_counts(ours) == their_pytest(folder, tmp_path / "scratch" / f"k{k}" / record["task_id"])
-            passed[k] += ours.passed
+    checked = check_run_dir(run, load_benchmark("ult-lite", data_dir), tmp_path / "peer")
+    assert checked == {"compared": 4, "differences": {}}
+    passed = {k: sum(PytestRun.from_dict(r["runs"][str(k)]).passed for r in records) for k in (1, 2)}
     assert [metrics["pass@1"], metrics["pass@2"]] == [100.0 * passed[1] / 2, 100.0 * passed[2] / 4]
 
     rerun = _mul(*ULT_ARGS, "--out", str(run))

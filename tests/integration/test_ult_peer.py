@@ -1,5 +1,5 @@
 """The ``ult`` protocol against the tools the Code-A1 authors' ULT harness runs: real pytest, pytest-cov
-and cosmic-ray on their task directories (``tests/ult_harness_peer.py``).
+and cosmic-ray on their task directories (``codea1_eval/metrics/ult_peer.py``).
 
 For 30 ULT-Lite tasks, five rounds per task of hand-written shapes built on the task's first example
 call (``!=``, ``<``, ``in``, ``len(...) == n``, assignment then assert, ``pytest.raises``, a repeated
@@ -33,10 +33,9 @@ import pytest
 
 from codea1_eval.asserts.ult_format import format_rounds, ult_reference_module, ult_test_module
 from codea1_eval.metrics.cosmic_ray_engine import cosmic_ray_mutants, run_cosmic_ray_session
+from codea1_eval.metrics.ult_peer import our_counts, their_pytest, write_task_dir
 from codea1_eval.metrics.ult_pytest import MUTANT_TIME_LIMIT_S, PYTEST_TIME_LIMIT_S, mutants_program, pytest_program, pytest_runs
 from codea1_eval.sandbox import RETURNED, Executor, Program
-
-from ult_harness_peer import our_counts, their_pytest, write_task_dir
 
 pytestmark = pytest.mark.slow
 

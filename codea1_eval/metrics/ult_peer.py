@@ -1,6 +1,8 @@
-"""The Code-A1 authors' ULT harness steps that the peer tests run for real (``Ray/main.py``): a task
-directory (``mod.py``, ``test.py``) and ``pytest test.py --cov=<dir> --cov-branch`` with their
-``.coveragerc``, its counts read as their ``parse_pytest_output`` and JSON-report reader read them."""
+"""The Code-A1 authors' ULT harness steps run for real, as the reference ``ult`` runs are checked
+against (``Ray/main.py``): their task directory (``mod.py``, ``test.py``) and ``pytest test.py
+--cov=<dir> --cov-branch`` with their ``.coveragerc``, its counts read as their
+``parse_pytest_output`` and JSON-report reader read them. ``check_run_dir`` compares a finished
+``mul --protocol ult`` run with it, task by task (``scripts/ult_peer_check.py``)."""
 
 from __future__ import annotations
 
@@ -49,3 +51,23 @@ def our_counts(run: PytestRun) -> dict:
     """Our run in the same terms (a collection error is pytest's one error)."""
     return {"passed": run.passed, "failed": run.count(FAILED),
             "error": run.count(ERROR) + (1 if run.collection_error else 0), "coverage": run.coverage}
+
+
+def check_run_dir(run_dir: Path, benchmark, workdir: Path, ks: Sequence[int] | None = None) -> dict:
+    """Run their pytest-cov on every (task, k) of a ``mul --protocol ult`` run dir (its ``tests.jsonl``);
+    returns ``{"compared": n, "differences": {(task_id, k): (ours, theirs)}}``."""
+    from codea1_eval.asserts.ult_format import ult_reference_module
+    from codea1_eval.results import read_jsonl
+
+    problems = {problem.task_id: problem for problem in benchmark.problems}
+    compared, differences = 0, {}
+    for record in read_jsonl(Path(run_dir) / "tests.jsonl"):
+        for k in ks or sorted(int(k) for k in record["runs"]):
+            folder = write_task_dir(workdir / f"k{k}" / f"task_{record['task_id']}",
+                                    ult_reference_module(problems[record["task_id"]].prompt), record["tests"][:k])
+            ours = our_counts(PytestRun.from_dict(record["runs"][str(k)]))
+            theirs = their_pytest(folder, workdir / "scratch" / f"k{k}" / record["task_id"])
+            compared += 1
+            if ours != theirs:
+                differences[(record["task_id"], k)] = (ours, theirs)
+    return {"compared": compared, "differences": differences}
