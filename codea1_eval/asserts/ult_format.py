@@ -1,5 +1,6 @@
 """ULT rounds as the Code-A1 authors' ULT harness formats them (their UnLeakedTestBench fork,
-Aoshining/UnLeakedTestBench: ``src/format.py`` ``reformat_cov``, ``Ray/main.py`` ``cosmic_ray_init``).
+Aoshining/UnLeakedTestBench at 4b6a0ce: ``src/format.py`` ``reformat_cov``, ``Ray/main.py``
+``cosmic_ray_init``).
 
 Each round's reply becomes one pytest test function, in three steps:
 

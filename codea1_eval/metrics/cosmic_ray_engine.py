@@ -42,7 +42,7 @@ def _require_cosmic_ray() -> None:
         import cosmic_ray  # noqa: F401
     except ImportError as exc:
         raise UserError("the cosmic-ray mutation engine needs cosmic-ray 8.7.0: "
-                        "pip install 'codea1-eval[cosmic-ray]'") from exc
+                        "pip install cosmic-ray==8.7.0") from exc
 
 
 def cosmic_ray_mutants(source: str) -> list[Mutant]:

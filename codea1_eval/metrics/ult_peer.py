@@ -61,7 +61,8 @@ def check_run_dir(run_dir: Path, benchmark, workdir: Path, ks: Sequence[int] | N
 
     problems = {problem.task_id: problem for problem in benchmark.problems}
     compared, differences = 0, {}
-    for record in read_jsonl(Path(run_dir) / "tests.jsonl"):
+    latest = {record["task_id"]: record for record in read_jsonl(Path(run_dir) / "tests.jsonl")}  # append-only
+    for record in latest.values():
         for k in ks or sorted(int(k) for k in record["runs"]):
             folder = write_task_dir(workdir / f"k{k}" / f"task_{record['task_id']}",
                                     ult_reference_module(problems[record["task_id"]].prompt), record["tests"][:k])

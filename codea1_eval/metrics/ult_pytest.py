@@ -22,7 +22,14 @@ follow pytest 9:
 - ``KeyboardInterrupt`` or ``pytest.exit`` -> the run stops (pytest's "Interrupted").
 
 Coverage (when asked) is coverage.py with branches over the folder, ``test.py`` omitted: the same
-totals as pytest-cov's JSON report, which is not written when collection fails (then all four are 0). Like every path that runs tests in the sandbox, the counts have the
+totals as pytest-cov's JSON report, which is not written when collection fails or the run is interrupted
+(then all four are 0).
+
+Known differences from pytest (none occurs in the peer test's shapes): marks (``parametrize``, ``skip``,
+``xfail``), ``@pytest.fixture`` helpers and built-in fixtures (``capsys``, ``tmp_path``, ...), async
+generators, ``__test__``, ``unittest.TestCase`` classes. Runs of one program share a worker process
+(their harness starts one per run): a test that changes process-wide state (a library's options,
+``os.environ``) can reach the next run in that worker. Version: the outcomes are pytest 9's. Like every path that runs tests in the sandbox, the counts have the
 weaker guarantee (DESIGN §2); they are sanity-checked.
 """
 
@@ -38,6 +45,9 @@ PYTEST_TIME_LIMIT_S = 30.0
 MUTANT_TIME_LIMIT_S = 10.0
 """cosmic-ray's timeout per mutant in their configuration."""
 PASSED, FAILED, ERROR, SKIPPED, XFAILED = "passed", "failed", "error", "skipped", "xfailed"
+REFERENCE_COMMIT = "4b6a0ce13b831693faa09ef504c4a8bfda415ee8"
+"""The commit of Aoshining/UnLeakedTestBench whose src/format.py, Ray/main.py and print_results.py this
+reproduces (an earlier src/format.py, a887da6, formats rounds differently)."""
 
 _ENTRY = "_codea1_ult_pytest"
 _HARNESS = f'''
@@ -51,9 +61,18 @@ import warnings
 from _pytest.outcomes import Exit, Failed, Skipped, XFailed
 
 sys.dont_write_bytecode = True
+try:  # the header's heavy imports, once per worker, outside any run's time limit and coverage
+    import numpy
+    import pandas
+except ImportError:
+    pass
 
 
-def _outcome(test):
+def _outcome(get):
+    try:
+        test = get()
+    except (Exception, SystemExit, Failed):
+        return "{ERROR}"  # a test class that cannot be instantiated
     try:
         parameters = inspect.signature(test).parameters.values()
     except (TypeError, ValueError):
@@ -70,6 +89,8 @@ def _outcome(test):
             return "{SKIPPED}"
         except XFailed:
             return "{XFAILED}"
+        except Exit:
+            raise
         except (Exception, SystemExit, Failed):
             return "{FAILED}"
     return "{PASSED}"
@@ -124,7 +145,7 @@ def {_ENTRY}(mod_source, test_source, measure):
         else:
             for name, get in tests:
                 try:
-                    outcomes.append([name, _outcome(get())])
+                    outcomes.append([name, _outcome(get)])
                 except (KeyboardInterrupt, Exit):
                     interrupted = True
                     break
@@ -133,8 +154,8 @@ def {_ENTRY}(mod_source, test_source, measure):
             measurer.stop()
         sys.path.remove(folder)
     counts = None
-    if measurer is not None and collection_error is not None:
-        counts = [0, 0, 0, 0]  # pytest stops at a collection error before pytest-cov reports
+    if measurer is not None and (collection_error is not None or interrupted):
+        counts = [0, 0, 0, 0]  # pytest stops before pytest-cov reports
     elif measurer is not None:
         report = os.path.join(folder, "coverage.json")
         try:
@@ -147,6 +168,16 @@ def {_ENTRY}(mod_source, test_source, measure):
             counts = [0, 0, 0, 0]
     return [outcomes, collection_error, interrupted, counts]
 '''
+
+
+def harness_version() -> str:
+    """What a recorded run depends on beyond its inputs: this harness, pytest's version and the reference
+    commit (part of every ULT stage's content hash, so a change recomputes instead of reusing)."""
+    import hashlib
+
+    import pytest
+
+    return hashlib.sha256(f"{_HARNESS}|{pytest.__version__}|{REFERENCE_COMMIT}".encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,6 @@ def test_bad_input_is_one_clear_line(tmp_path):
                   str(tmp_path / "x"))
     assert result.returncode == 2
     assert result.stderr.strip() == ("error: the reference-inputs tester needs a benchmark with inputs or example "
-                                     "calls (humaneval+, mbpp+, ult-lite, ult); bigcodebench-hard has none")
+                                     "calls (humaneval+, mbpp+, ult-lite, ult); bigcodebench-hard-complete has none")
     result = _mul("--tester", "smollm2", "--mutator", "mutmutt", "--out", str(tmp_path / "y"))
     assert result.returncode == 2 and "Did you mean 'mutmut'" in result.stderr

@@ -40,7 +40,9 @@ def runs() -> list[PytestRun]:
     generator = "def test_gen():\n    yield 1"
     return pytest_runs(Executor(parallel=1).run(pytest_program(
         [(MODULE, ult_test_module(SHAPES)), (MODULE, ult_test_module([generator, *SHAPES])),
-         (MODULE, ult_test_module(["def test_loop():\n    while True:\n        pass"]))], True, 5.0)))
+         (MODULE, ult_test_module(["def test_loop():\n    while True:\n        pass"])),
+         (MODULE, ult_test_module(["def test_a():\n    assert True", "def test_b():\n    pytest.exit('stop')",
+                                   "def test_c():\n    assert True"]))], True, 5.0)))
 
 
 def test_outcomes_are_pytests(runs):
@@ -59,6 +61,12 @@ def test_a_generator_test_fails_collection_and_reports_no_coverage(runs):
 
 def test_a_run_past_its_limit_counts_nothing(runs):
     assert runs[2].status == "timeout" and runs[2].passed == 0 and runs[2].coverage is None
+
+
+def test_pytest_exit_interrupts_the_run_and_pytest_cov_reports_nothing(runs):
+    # pytest: the tests before the exit passed, the rest never ran, no coverage.json
+    assert runs[3].outcomes == [("test_1_in_mod", PASSED), ("test_a", PASSED)] and runs[3].interrupted
+    assert runs[3].passed == 2 and not runs[3].exit_ok and runs[3].coverage == (0, 0, 0, 0)
 
 
 def test_coverage_counts_the_header_and_the_module(runs):
@@ -90,6 +98,18 @@ def test_their_metrics_by_hand():
     assert metrics["line_coverage"] == 100 * 16 / 60 and metrics["branch_coverage"] == 100 * 1 / 16
     assert metrics["coverage_at_k"]["1"] == {"line_coverage": 100 * 33 / 63, "branch_coverage": 100 * 5 / 14}
     assert metrics["n_tasks_conditional@2"] == 2 and metrics["mutants"] == 4
+
+
+def test_a_failing_baseline_leaves_mutation_and_skipped_tasks_pass_nothing():
+    problems = [Problem(str(i), "", "f", "") for i in range(2)]
+    benchmark = Benchmark("ult-lite", "ult", problems, "x", "0")
+    tests = {str(i): {"runs": {"1": _run(1)}} for i in range(2)}
+    mutants = {"0": {"mutant_ids": ["a", "b"], "baseline_ok": True, "verdicts": {"1": [KILLED, SURVIVED]}},
+               "1": {"mutant_ids": ["a"], "baseline_ok": False, "verdicts": {"1": [SURVIVED]}}}
+    metrics = ult_metrics(MulConfig(k=1), benchmark, tests, mutants, resamples=10, skipped_tasks=2)
+    assert metrics["pass@1"] == 100 * 2 / 4 and metrics["n_tasks"] == 4  # two skipped references pass 0
+    assert metrics["mut@1_conditional"] == 50.0 and metrics["n_tasks_conditional@1"] == 1
+    assert metrics["baseline_failures"] == ["1"] and metrics["mutants"] == 2
 
 
 def test_no_task_to_mutate_is_their_100():

@@ -57,6 +57,8 @@ class MulConfig(RunOptions):
         identity = self.result_fields()
         identity["protocol"] = self.resolved_protocol(self.benchmark)
         identity["mutator"] = self.resolved_mutator(self.benchmark)
+        if identity["protocol"] == "ult":  # a run dir of the earlier ult reading is never resumed as this one
+            identity["harness"] = "code-a1-ult@4b6a0ce"
         return identity
 
     def ks(self) -> list[int]:

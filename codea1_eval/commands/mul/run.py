@@ -69,14 +69,14 @@ def compute_metrics(config: MulConfig, benchmark: Benchmark, suites: dict[str, S
 
 
 def _ult_scores(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[str]], run: RunDir,
-                executor, sample_ids: tuple[str, ...] | None) -> dict[str, Any]:
+                executor, sample_ids: tuple[str, ...] | None, skipped_tasks: int) -> dict[str, Any]:
     """Stages 2 to 4 under the ``ult`` protocol (the authors' ULT harness, ``commands.mul.ult``)."""
     tests = ult.run_tests(config, benchmark, replies, run, executor)
     mutants = ult.run_mutants(config, ult.mutation_tasks(config, benchmark, tests, sample_ids), tests, run, executor)
     metrics: dict[str, Any] = {"benchmark": benchmark.name, "dataset_sha256": benchmark.sha256,
                                "tester": config.tester, "protocol": "ult", "mode": None, "mutator": config.mutator,
                                "k": config.k}
-    metrics.update(ult.ult_metrics(config, benchmark, tests, mutants))
+    metrics.update(ult.ult_metrics(config, benchmark, tests, mutants, skipped_tasks=skipped_tasks))
     metrics["sample_ids"] = len(sample_ids) if sample_ids is not None else None
     return metrics
 
@@ -121,7 +121,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         replies = generate_replies(config, benchmark, run, executor, facts)
         run.write_manifest({**facts, "status": "running"})
         if config.resolved_protocol(benchmark.name) == "ult":
-            metrics = _ult_scores(config, benchmark, replies, run, executor, sample_ids)
+            metrics = _ult_scores(config, benchmark, replies, run, executor, sample_ids, len(facts["skipped"]))
         else:
             suites = validate(config, benchmark, replies, run, executor)
             matrices = mutate(config, benchmark, suites, run, executor)
