@@ -146,7 +146,10 @@ def test_full_disk_mid_run_fails_cleanly_and_resumes(samples, reference_metrics,
 
 def test_ctrl_c_mid_run_then_resume(samples, reference_metrics, tmp_path):
     run = tmp_path / "run"
-    process = _avg(samples, run, start_new_session=True)
+    # as from a terminal: SIGINT at its default, whatever an earlier test in this pytest process (Ray,
+    # vLLM) left it at; a child started with SIGINT ignored never gets Python's KeyboardInterrupt handler
+    process = _avg(samples, run, start_new_session=True,
+                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while len(list(read_jsonl(run / "executions.jsonl"))) < 5:
         assert process.poll() is None and time.monotonic() < deadline
