@@ -16,7 +16,7 @@ PROTOCOLS = ("code-a1", "black-box", "ult", "ult-asserts")
 ROUND_PROTOCOLS = ("ult", "ult-asserts")
 """Protocols whose tester answers k rounds of the ULT chat: ``ult`` judges them as the Code-A1 authors' ULT
 harness does (the default on ULT benchmarks); ``ult-asserts`` reads each round's first assert with the
-Code-A1 assert rules (stricter: operators read as ==, non-call asserts and repeats dropped)."""
+Code-A1 assert rules (stricter: operators read as ==; a non-call assert or a repeat is a failed test)."""
 DEFAULT_KS = (1, 2, 5)
 GENERATIONS, CANDIDATES, TESTS, MUTANTS, COVERAGE, METRICS = (
     "generations.jsonl", "candidates.jsonl", "tests.jsonl", "mutants.jsonl", "coverage.jsonl", "metrics.json")

@@ -27,8 +27,8 @@ def validate(config: MulConfig, benchmark: Benchmark, replies: dict[str, list[st
              for p in benchmark.problems]
 
     def compute(todo: list[WorkItem]):
-        extractions = [extract_rounds(replies[item.task_id], item.payload.entry_point)
-                       if protocol == "ult-asserts" else extract_asserts(replies[item.task_id][0], item.payload.entry_point) for item in todo]
+        extractions = [extract_rounds(replies[item.task_id], item.payload.entry_point) if protocol == "ult-asserts"
+                       else extract_asserts(replies[item.task_id][0], item.payload.entry_point) for item in todo]
         suites = validate_suites(extractions, [item.payload.reference for item in todo], config.mode, executor,
                                  time_limit=3.0 * config.timeout_scale)
         return ((index, suite.to_dict()) for index, suite in enumerate(suites))
