@@ -188,9 +188,15 @@ def train(
     temperature: float = typer.Option(1.0, min=0.01),
     alpha: float = typer.Option(0.5, min=0.0, max=1.0, help="Weight of R_val in the test reward."),
     topvar_keep: int = typer.Option(1, min=1, help="Codes per question whose suites train the tester (TopVar)."),
-    learning_rate: float = typer.Option(1e-6, min=0.0),
-    warmup_steps: int = typer.Option(0, min=0),
-    kl_beta: float = typer.Option(0.0, min=0.0, help="KL coefficient (0: no reference model)."),
+    learning_rate: float = typer.Option(1e-6, min=0.0, help="Peak learning rate (reference: 1e-6)."),
+    warmup_steps: int = typer.Option(10, min=0, help="Linear warm-up steps, then cosine decay (reference: 10)."),
+    kl_beta: float = typer.Option(0.001, min=0.0, help="KL coefficient, k3 estimator against the starting "
+                                  "weights (reference: 0.001; 0: no reference model)."),
+    mini_batches: int = typer.Option(2, min=1, help="Optimiser steps per training step, each on a shuffled "
+                                     "mini-batch; from the second on, the clip binds (reference: 256 / 128 = 2)."),
+    weight_decay: float = typer.Option(0.1, min=0.0, help="AdamW weight decay (reference: 0.1)."),
+    dtype: str = typer.Option("auto", help="Policy weights: auto (bfloat16 on a GPU that has it, else float32) | "
+                              "float32 | bfloat16."),
     seed: int = typer.Option(0),
     save_every: int = typer.Option(1, min=1, help="Checkpoint both policies every this many steps."),
     out: Optional[Path] = typer.Option(None, help="Output dir (default: runs/train)."),
@@ -203,6 +209,7 @@ def train(
     vllm_server: Optional[str] = typer.Option(None, help="With --vllm-mode server: the `trl vllm-serve` URL."),
     isolation: Optional[str] = typer.Option(None, help="Sandbox of the reward programs: process | bwrap (default "
                                             "process; a resumed run keeps its own)."),
+    executor: opt.ExecutorName = "local",
 ) -> None:
     """GRPO training: a Code LLM against a Test LLM (Code-A1, with a Mistake Book), or a baseline mode."""
     from codea1_eval.train.loop import TrainConfig, run_train
@@ -211,15 +218,17 @@ def train(
         return
     if resume is not None:
         config = TrainConfig.from_run_dir(resume, steps, parallel=parallel, rollout_engine=rollout_engine,
-                                          vllm_mode=vllm_mode, vllm_server=vllm_server,
+                                          vllm_mode=vllm_mode, vllm_server=vllm_server, executor=executor,
                                           **({"isolation": isolation} if isolation else {}))
     else:
         config = TrainConfig(data=data or "", mode=mode, coder=coder, tester=tester, codes=codes, suites=suites,
                              questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
                              temperature=temperature, alpha=alpha, topvar_keep=topvar_keep, learning_rate=learning_rate,
-                             warmup_steps=warmup_steps, kl_beta=kl_beta, seed=seed, steps=steps or 3, save_every=save_every,
-                             out=out, parallel=parallel, rollout_engine=rollout_engine, vllm_mode=vllm_mode,
-                             vllm_server=vllm_server, isolation=isolation or "process")
+                             warmup_steps=warmup_steps, kl_beta=kl_beta, mini_batches=mini_batches,
+                             weight_decay=weight_decay, dtype=dtype, seed=seed, steps=steps or 3,
+                             save_every=save_every, out=out, parallel=parallel, rollout_engine=rollout_engine,
+                             vllm_mode=vllm_mode, vllm_server=vllm_server, isolation=isolation or "process",
+                             executor=executor)
     last = run_train(config)
     typer.echo(json.dumps(last))
 

@@ -3,9 +3,10 @@ and Unit Tester via Reinforcement Learning", arXiv:2506.03136, §3; DESIGN §6).
 
 Inputs are the problems' matrices of one coder's candidates against one tester's generated tests, with
 ``correct`` from the ground-truth tests. A generated test is *accurate* when every correct candidate of
-its problem passes it. Only problems with at least one correct and one wrong candidate are used (the
-others can label no test, or have no wrong code to measure); they are counted in ``skipped``. All
-ratios are micro-averaged over the pooled tests or (wrong candidate, test) pairs of the used problems:
+its problem passes it. As in CURE's code, every problem with at least one correct candidate is used
+(one where every candidate is correct counts its tests in p_u and adds no wrong-candidate pair); a problem
+without a correct candidate can label no test and is counted in ``skipped``. All ratios are
+micro-averaged over the pooled tests or (wrong candidate, test) pairs of the used problems:
 
 - p_u  = accurate tests / tests;
 - p_01 = passes / pairs over (wrong candidate, accurate test) pairs;
@@ -48,7 +49,7 @@ def cure_stats(problems: Sequence[ProblemMatrix]) -> CureStats:
     """CURE statistics over ``problems`` (see the module docstring for the exact definitions)."""
     tests = accurate_tests = pairs_01 = passes_01 = pairs_00 = passes_00 = used = 0
     for problem in problems:
-        if problem.correct.all() or not problem.correct.any():
+        if not problem.correct.any():
             continue
         used += 1
         accurate = problem.passed[problem.correct].all(axis=0)

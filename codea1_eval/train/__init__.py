@@ -1,7 +1,7 @@
 """The adversarial GRPO training loop (DESIGN §8): rewards for the code and test policies, the per-question
-Mistake Book of failed tests, and the GRPO arithmetic (group-normalised advantages, TopVar selection)."""
+Mistake Book of failed tests, and TopVar selection (GRPO's advantages and loss are TRL's)."""
 
-from codea1_eval.train.grpo_math import group_advantages, population_std, topvar_select
+from codea1_eval.train.topvar import population_std, topvar_select
 from codea1_eval.train.mistake_book import MistakeBook
 from codea1_eval.train.rewards import (
     SuiteOutcome,
@@ -21,7 +21,6 @@ __all__ = [
     "code_reward",
     "code_reward_for_suite",
     "golden_code_reward",
-    "group_advantages",
     "nonprintable_share",
     "population_std",
     "tester_reward",

@@ -27,18 +27,21 @@ from codea1_eval.config import run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
-from codea1_eval.sandbox import Executor, SandboxLimits
-from codea1_eval.sandbox.executors import check_sandbox
+from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.train import checkpoints
 from codea1_eval.train.data import TrainProblem, load_train_problems
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
                                            parameters_digest)
 from codea1_eval.train.mistake_book import MistakeBook
 from codea1_eval.train.modes import TRAIN_MODES, PolicyPlan
+from codea1_eval.train.policy import POLICY_DTYPES
 from codea1_eval.train.step import step_statistics
 
 BOOK, LOG, ROLLOUTS, STATE = "mistake_book.json", "train_log.jsonl", "rollouts.jsonl", "state.json"
 SCHEMA = 1
+LEGACY_VALUES: dict[str, Any] = {"mini_batches": 1, "weight_decay": 0.0, "dtype": "float32"}
+"""Fields added after runs were recorded without them, with the behaviour those runs had."""
+_ABSENT = object()
 
 
 @dataclass
@@ -57,8 +60,11 @@ class TrainConfig:
     alpha: float = 0.5
     topvar_keep: int = 1
     learning_rate: float = 1e-6
-    warmup_steps: int = 0
-    kl_beta: float = 0.0
+    warmup_steps: int = 10
+    kl_beta: float = 0.001
+    mini_batches: int = 2
+    weight_decay: float = 0.1
+    dtype: str = "auto"
     seed: int = 0
     rollout_engine: str = run_only("hf")
     vllm_mode: str = run_only("colocate")
@@ -68,9 +74,13 @@ class TrainConfig:
     out: Path | None = run_only()
     parallel: int | None = run_only()
     isolation: str = run_only("process")
+    executor: str = run_only("local")
 
     def identity(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("run_only")}
+        """The fields that define the run (its config hash). A field added later is left out while it
+        holds the value runs had before it existed, so those runs keep their hash and stay resumable."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not f.metadata.get("run_only") and LEGACY_VALUES.get(f.name, _ABSENT) != getattr(self, f.name)}
 
     @classmethod
     def from_run_dir(cls, out: Path, steps: int | None = None, **run_options: Any) -> "TrainConfig":
@@ -79,7 +89,7 @@ class TrainConfig:
         manifest = Path(out) / "manifest.json"
         if not manifest.is_file():
             raise UserError(f"{out} holds no train run to resume (no manifest.json)")
-        recorded = json.loads(manifest.read_text())["config"]
+        recorded = {**LEGACY_VALUES, **json.loads(manifest.read_text())["config"]}
         config = cls(**{k: v for k, v in recorded.items() if k in {f.name for f in fields(cls)}}, out=Path(out))
         if steps is not None:
             config.steps = steps
@@ -149,16 +159,17 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
         book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
 
         def policy(plan: PolicyPlan) -> Policy:
-            saved = run.file(plan.saved_as[0])
-            checkpoint = saved if start and (saved / "config.json").is_file() else _checkpoint_of(plan.spec)
-            return Policy(checkpoint, PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
-                                                     config.learning_rate, config.warmup_steps, config.kl_beta,
-                                                     config.steps, config.seed, config.rollout_engine, config.vllm_mode,
-                                                     config.vllm_server), run.path / f".trl-{plan.role}")
+            saved, initial = run.file(plan.saved_as[0]), _checkpoint_of(plan.spec)
+            checkpoint = saved if start and (saved / "config.json").is_file() else initial
+            settings = PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
+                                      config.learning_rate, config.warmup_steps, config.kl_beta, config.mini_batches,
+                                      config.weight_decay, config.dtype, config.steps, config.seed,
+                                      config.rollout_engine, config.vllm_mode, config.vllm_server)
+            return Policy(checkpoint, settings, run.path / f".trl-{plan.role}", reference=initial)
 
-        executor = Executor(SandboxLimits(isolation=config.isolation),
-                            parallel=config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
-        check_sandbox(executor)  # before the policies load: a sandbox that cannot run stops the run at once
+        # checked with its canary before the policies load: a sandbox that cannot run stops the run at once
+        executor = make_executor(config.executor, SandboxLimits(isolation=config.isolation),
+                                 config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
         policies = {plan.role: policy(plan) for plan in plans}
         last: dict[str, Any] = {}
         with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:
@@ -235,13 +246,16 @@ def _check_replicas(ranks: Ranks, policies: dict[str, Any]) -> None:
             raise RuntimeError(f"the {role} policy's replicas diverged across processes: weight sums {digests}")
 
 
-def _update_fields(updates: dict[str, dict[str, float]]) -> dict[str, float]:
-    """The log's per-role loss, KL and gradient norm; self-play's one model fills both roles."""
-    logged = {}
+def _update_fields(updates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The log's per-role loss, KL, gradient norm and clip fraction per mini-batch; self-play's one model
+    fills both roles, and a role without a policy logs zeros and no clip fractions."""
+    logged: dict[str, Any] = {}
     for role in ("code", "test"):
-        update = updates.get(role) or updates.get("model") or {"loss": 0.0, "kl": 0.0, "grad_norm": 0.0}
+        update = updates.get(role) or updates.get("model") or {"loss": 0.0, "kl": 0.0, "grad_norm": 0.0,
+                                                                "clip_fraction": []}
         logged.update({f"{role}_loss": update["loss"], f"{role}_kl": update["kl"],
-                       f"{role}_grad_norm": update["grad_norm"]})
+                       f"{role}_grad_norm": update["grad_norm"],
+                       f"{role}_clip_fraction": [round(value, 6) for value in update["clip_fraction"]]})
     return logged
 
 
@@ -256,10 +270,12 @@ def _check(config: TrainConfig) -> None:
     TRAIN_MODES.check(config.mode)
     if not config.data:
         raise UserError("give the training questions with --data FILE (generic JSONL or KodCode-V1)")
-    for name in ("codes", "suites", "questions_per_step", "steps", "save_every"):
+    for name in ("codes", "suites", "questions_per_step", "steps", "save_every", "mini_batches"):
         if getattr(config, name) < 1:
             raise UserError(f"{name.replace('_', '-')} must be at least 1")
     if not 1 <= config.topvar_keep <= config.codes:
         raise UserError(f"topvar-keep must be between 1 and the number of codes ({config.codes})")
     if not 0.0 <= config.alpha <= 1.0:
         raise UserError(f"alpha must be in [0, 1], got {config.alpha}")
+    if config.dtype not in POLICY_DTYPES:
+        raise UserError(f"unknown dtype {config.dtype!r}; use one of: {', '.join(POLICY_DTYPES)}")

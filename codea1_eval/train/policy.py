@@ -1,10 +1,17 @@
 """One trainable policy (the code or the test model): sampling rollouts, and GRPO updates through TRL.
 
-The update drives TRL's ``GRPOTrainer`` (pinned in the ``train`` extra) one optimisation step at a time:
-our rollouts and rewards enter through its ``rollout_func`` hook and a reward function that returns the
+The update drives TRL's ``GRPOTrainer`` (pinned in the ``train`` extra) one training step at a time: our
+rollouts and rewards enter through its ``rollout_func`` hook and a reward function that returns the
 rewards we computed, so the group-normalised advantages, the clipped token-level loss (clip 0.2 low /
-0.28 high, ``loss_type="dapo"``: token mean over the batch) and the optional KL term are TRL's own.
-Groups are consecutive: a step's completions come in groups of ``group_size`` that share a prompt.
+0.28 high, ``loss_type="dapo"``: token mean over the batch) and the KL term (k3, the reference's
+``low_var_kl``) are TRL's own. Groups are consecutive: a step's completions come in groups of
+``group_size`` that share a prompt.
+
+As in the reference (verl: train batch 256, PPO mini-batch 128), a step's batch is split into
+``mini_batches`` shuffled mini-batches with one optimiser step each, through TRL's own mechanism
+(``steps_per_generation``): TRL records the sampling policy's log-probabilities, so from the second
+mini-batch on the ratio differs from 1 and the clip can bind. The learning rate follows a cosine schedule
+after ``warmup_steps``, stepped once per training step (as verl steps its scheduler once per update).
 
 Rollouts come from one of two engines: ``hf`` (``model.generate`` on the training weights; CPU or one
 GPU) or ``vllm`` (TRL's own vLLM backend: ``colocate``, an engine in this process, or ``server``, a
@@ -40,15 +47,20 @@ class Rollout:
 
 @dataclass(frozen=True)
 class PolicySettings:
-    """How a policy samples and learns (DESIGN §8 defaults: T = 1.0, lr 1e-6, clip 0.2/0.28, KL off)."""
+    """How a policy samples and learns. Defaults are the reference's (DESIGN §8): T = 1.0, lr 1e-6 with
+    10 warm-up steps then cosine, weight decay 0.1, clip 0.2/0.28, KL 0.001 (k3), two mini-batches.
+    ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else float32."""
 
     group_size: int
     batch_completions: int
     max_new_tokens: int = 128
     temperature: float = 1.0
     learning_rate: float = 1e-6
-    warmup_steps: int = 0
-    kl_beta: float = 0.0
+    warmup_steps: int = 10
+    kl_beta: float = 0.001
+    mini_batches: int = 2
+    weight_decay: float = 0.1
+    dtype: str = "auto"
     total_steps: int = 1
     seed: int = 0
     engine: str = "hf"
@@ -59,9 +71,12 @@ class PolicySettings:
 
 
 class Policy:
-    """A causal LM loaded from a checkpoint directory, sampled with ``generate`` and updated with GRPO."""
+    """A causal LM loaded from a checkpoint directory, sampled with ``generate`` and updated with GRPO.
 
-    def __init__(self, checkpoint: Path, settings: PolicySettings, work_dir: Path):
+    ``reference``: the checkpoint the KL term compares against (the run's starting weights; default
+    ``checkpoint``, which differs on a resumed run)."""
+
+    def __init__(self, checkpoint: Path, settings: PolicySettings, work_dir: Path, reference: Path | None = None):
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
@@ -74,18 +89,24 @@ class Policy:
         if settings.batch_completions % settings.group_size:
             raise UserError(f"{settings.batch_completions} completions per step do not split into groups of "
                             f"{settings.group_size}")
+        if settings.mini_batches < 1 or settings.batch_completions % settings.mini_batches:
+            raise UserError(f"{settings.batch_completions} completions per step do not split into "
+                            f"{settings.mini_batches} mini-batches")
         self.settings = settings
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
+        self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=policy_dtype(settings.dtype))
+        self.model.config._name_or_path = str(reference or checkpoint)  # where TRL loads its KL reference from
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._pending: list[tuple[list[Rollout], list[float]]] = []
         args = GRPOConfig(
             output_dir=str(work_dir), use_cpu=not torch.cuda.is_available(), bf16=False,
             gradient_checkpointing=False, ddp_find_unused_parameters=False,
-            per_device_train_batch_size=settings.batch_completions,
+            per_device_train_batch_size=settings.batch_completions // settings.mini_batches,
+            steps_per_generation=settings.mini_batches, gradient_accumulation_steps=1,
             num_generations=settings.group_size, learning_rate=settings.learning_rate,
-            warmup_steps=settings.warmup_steps, lr_scheduler_type="constant_with_warmup", beta=settings.kl_beta,
+            warmup_steps=settings.warmup_steps, lr_scheduler_type="cosine", weight_decay=settings.weight_decay,
+            max_grad_norm=1.0, beta=settings.kl_beta,
             epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
             report_to=[], save_strategy="no", seed=settings.seed, log_completions=False,
             temperature=settings.temperature, max_completion_length=settings.max_new_tokens,
@@ -160,8 +181,10 @@ class Policy:
         completion = generated if end is None else generated[:end + 1]  # keep the EOS, as TRL does
         return Rollout(prompt_ids, completion, self.tokenizer.decode(completion, skip_special_tokens=True))
 
-    def update(self, rollouts: Sequence[Rollout], rewards: Sequence[float]) -> dict[str, float]:
-        """One GRPO step on ``rollouts`` (consecutive groups of ``group_size``) with their rewards."""
+    def update(self, rollouts: Sequence[Rollout], rewards: Sequence[float]) -> dict[str, Any]:
+        """One GRPO training step on ``rollouts`` (consecutive groups of ``group_size``) with their rewards:
+        one optimiser step per mini-batch, then one learning-rate scheduler step. Returns the mean loss and
+        KL, the last gradient norm and, per mini-batch, the share of tokens whose ratio was clipped."""
         import torch
 
         if len(rollouts) != self.settings.batch_completions or len(rewards) != len(rollouts):
@@ -170,16 +193,19 @@ class Policy:
         self._pending.append((list(rollouts), list(rewards)))
         self.model.train()
         batch = [{"prompt": ""} for _ in rollouts]  # distinct dicts: TRL writes per-row fields into them
-        loss = self.trainer.training_step(self._trained, batch, None)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.trainer.args.max_grad_norm)
-        self.trainer.optimizer.step()
+        losses, grad_norm = [], 0.0
+        for _ in range(self.settings.mini_batches):  # the first call samples the batch, the others read TRL's buffer
+            losses.append(float(self.trainer.training_step(self._trained, batch, None)))
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.trainer.args.max_grad_norm))
+            self.trainer.optimizer.step()
+            self.trainer.optimizer.zero_grad()
         self.trainer.lr_scheduler.step()
-        self.trainer.optimizer.zero_grad()
         self._updates += 1
         self.model.eval()
-        metrics = self.trainer._metrics["train"]
-        kl = metrics.get("kl", [0.0])[-1] if self.settings.kl_beta else 0.0
-        return {"loss": float(loss), "grad_norm": float(grad_norm), "kl": float(kl)}
+        metrics, count = self.trainer._metrics["train"], self.settings.mini_batches
+        kl = metrics["kl"][-count:] if self.settings.kl_beta else [0.0]
+        return {"loss": sum(losses) / count, "grad_norm": grad_norm, "kl": float(sum(kl) / len(kl)),
+                "clip_fraction": [float(value) for value in metrics["clip_ratio/region_mean"][-count:]]}
 
     def save(self, directory: Path) -> None:
         """A normal Hugging Face checkpoint (weights, config, tokenizer) plus the optimizer and learning-rate
@@ -195,6 +221,18 @@ class Policy:
 
 
 ROLLOUT_ENGINES = ("hf", "vllm")
+POLICY_DTYPES = ("auto", "float32", "bfloat16")
+
+
+def policy_dtype(name: str) -> Any:
+    """The torch dtype of ``--dtype``: ``auto`` is bfloat16 on a GPU that supports it, else float32."""
+    import torch
+
+    if name not in POLICY_DTYPES:
+        raise UserError(f"unknown dtype {name!r}; use one of: {', '.join(POLICY_DTYPES)}")
+    if name == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    return getattr(torch, name)
 
 
 def _vllm_arguments(settings: PolicySettings) -> dict[str, Any]:

@@ -20,14 +20,17 @@ H the question's Mistake Book tests (its top 8 by frequency, possibly none):
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from typing import Sequence
 
 TARGET_TESTS = 8
 """Tests a suite should hold: the scale of R_val and the window of gen_fail (DESIGN §8)."""
 
-PRINTABLE_CONTROLS = "\n\t\r"
-"""Characters that fail ``str.isprintable`` but are ordinary layout, so carry no penalty."""
+PRINTABLE = frozenset(string.printable)
+"""The reference's printable characters: ASCII letters, digits, punctuation and whitespace (space, tab,
+newline, carriage return, vertical tab, form feed). Everything else (é, 中, control characters) counts
+as non-printable."""
 
 
 def _check_count(name: str, value: int) -> None:
@@ -126,10 +129,10 @@ def adversarial_reward(outcome: SuiteOutcome) -> float:
 
 
 def nonprintable_share(text: str) -> float:
-    """Share of ``text``'s characters c with ``not c.isprintable()`` and c not in "\\n\\t\\r" (0 for "")."""
+    """Share of ``text``'s characters outside ``string.printable``, as the reference counts them (0 for "")."""
     if not text:
         return 0.0
-    return sum(1 for char in text if not char.isprintable() and char not in PRINTABLE_CONTROLS) / len(text)
+    return sum(1 for char in text if char not in PRINTABLE) / len(text)
 
 
 def tester_reward(r_val: float, r_adv: float, code_defines: bool, response: str, alpha: float = 0.5) -> float:
@@ -149,15 +152,21 @@ def golden_code_reward(passed: int, total: int) -> float:
 
 
 def cure_test_reward(passed_by: Sequence[bool], code_correct: Sequence[bool]) -> float:
-    """CURE's reward for one generated unit test (the ``self-play`` mode's test reward).
+    """CURE's reward for one generated unit test (the ``self-play`` mode's test reward), as CURE's code
+    computes it.
 
-    With I_l whether code l is correct (passes its ground-truth tests) and B_l whether it passes the
-    test: R = −Σ_l (1 − I_l)·B_l + (Π_{l: I_l = 1} B_l)·Σ_l (1 − I_l). A test that every correct code
-    passes earns the number of wrong codes it fails; any other test loses one per wrong code it passes.
+    With I_l whether code l is correct (passes its ground-truth tests), B_l whether it passes the test and
+    W = Σ_l (1 − I_l) the number of wrong codes: R = (Π_{l: I_l = 1} B_l) − Σ_l (1 − I_l)·B_l / W when
+    W > 0, i.e. the paper's formula divided by W; with no wrong code, R = +1 if every correct code passes
+    the test and −1 otherwise. So a test that every correct code passes earns the share of wrong codes it
+    fails, and any other test loses the share of wrong codes it passes. An empty product (no correct
+    code) is 1.
     """
     if len(passed_by) != len(code_correct):
         raise ValueError(f"{len(passed_by)} verdicts for {len(code_correct)} codes")
     wrong_passing = sum(passed and not correct for passed, correct in zip(passed_by, code_correct))
     wrong = sum(not correct for correct in code_correct)
     correct_all_pass = all(passed for passed, correct in zip(passed_by, code_correct) if correct)
-    return float(-wrong_passing + (wrong if correct_all_pass else 0))
+    if wrong == 0:
+        return 1.0 if correct_all_pass else -1.0
+    return float(correct_all_pass) - wrong_passing / wrong

@@ -22,7 +22,7 @@ from codea1_eval.asserts import (FAITHFUL, NO_ASSERT, NOT_A_CALL, UNPARSEABLE, V
                                  AssertJob, extract_asserts, run_asserts, validate_suites)
 from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem
-from codea1_eval.train.grpo_math import population_std, topvar_select
+from codea1_eval.train.topvar import population_std, topvar_select
 from codea1_eval.train.mistake_book import DEFAULT_TOP, MistakeBook
 from codea1_eval.train.rewards import (SuiteOutcome, adversarial_reward, code_reward, tester_reward,
                                       validity_reward)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 TINY_QUESTION = "HumanEval/53"
 LOG_FIELDS = {"step", "code_reward", "test_reward", "r_val", "r_adv", "valid_test_ratio", "mistake_book_size",
               "history_pass_rate", "topvar_std", "code_kl", "test_kl", "code_loss", "test_loss", "code_grad_norm",
-              "test_grad_norm", "step_seconds"}
+              "test_grad_norm", "code_clip_fraction", "test_clip_fraction", "step_seconds"}
 
 
 TRAIN_ARGS = ("--steps", "3", "-M", "4", "-N", "2", "--max-new-tokens", "128", "--questions-per-step", "1",
@@ -136,7 +136,8 @@ def test_grpo_steps_follow_the_reward(tmp_path):
     from codea1_eval.train.policy import Policy, PolicySettings, Rollout
 
     policy = Policy(smollm2_checkpoint(), PolicySettings(group_size=4, batch_completions=4, learning_rate=1e-5,
-                                                         total_steps=3), tmp_path / "trl")
+                                                         warmup_steps=0, kl_beta=0.0, total_steps=1000),
+                    tmp_path / "trl")
     chat = policy.tokenizer.apply_chat_template([{"role": "user", "content": "Say something."}], tokenize=False,
                                                 add_generation_prompt=True)
     prompt = policy.tokenizer(chat, add_special_tokens=False).input_ids
@@ -150,11 +151,63 @@ def test_grpo_steps_follow_the_reward(tmp_path):
 
     before = log_probability(preferred), log_probability(other)
     rollouts = [Rollout(prompt, ids, "") for ids in (preferred, other, preferred, other)]
-    for _ in range(3):
-        update = policy.update(rollouts, [1.0, 0.0, 1.0, 0.0])
-        assert update["grad_norm"] > 0
+    for _ in range(3):  # two mini-batches each; a second one can be clipped whole (then its gradient is 0)
+        policy.update(rollouts, [1.0, 0.0, 1.0, 0.0])
     after = log_probability(preferred), log_probability(other)
     assert after[0] > before[0] + 1.0 and after[1] < before[1] - 1.0
+
+
+def test_second_mini_batch_is_clipped_as_the_hand_computed_objective(tiny_model, tmp_path):
+    """Two mini-batches: the first update is on-policy (ratio 1, nothing clipped); the second one's loss is
+    the clipped objective computed here by hand from TRL's inputs for that mini-batch (the sampling
+    policy's log-probabilities, the group-normalised advantages) and the policy's log-probabilities after
+    the first optimiser step, and its clip fraction is non-zero (a large learning rate moves the ratio)."""
+    import torch
+
+    from codea1_eval.train.policy import Policy, PolicySettings, Rollout
+
+    policy = Policy(tiny_model, PolicySettings(group_size=4, batch_completions=8, learning_rate=0.05, warmup_steps=0,
+                                               kl_beta=0.0, mini_batches=2, weight_decay=0.0, total_steps=1000),
+                    tmp_path / "trl")
+    prompt = policy.tokenizer("def f(x):", add_special_tokens=False).input_ids
+    texts = [" return x", " return 1", " pass", " return x + 1 # no", " x", " return -x", " 0", " return x * 2"]
+    rollouts = [Rollout(prompt, policy.tokenizer(text, add_special_tokens=False).input_ids, text) for text in texts]
+    rewards = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    seen = []
+    compute_loss = policy.trainer._compute_loss
+
+    def recording(model, inputs):
+        completion = inputs["completion_ids"]
+        with torch.no_grad():
+            ids = torch.cat([inputs["prompt_ids"], completion], dim=1)
+            logits = model(input_ids=ids, attention_mask=torch.cat([inputs["prompt_mask"], inputs["completion_mask"]],
+                                                                   dim=1)).logits
+            logits = logits[:, inputs["prompt_ids"].shape[1] - 1:-1].float()
+            logps = logits.log_softmax(-1).gather(-1, completion.unsqueeze(-1)).squeeze(-1)
+        loss = compute_loss(model, inputs)
+        seen.append((inputs, logps, float(loss.detach())))
+        return loss
+
+    policy.trainer._compute_loss = recording
+    update = policy.update(rollouts, rewards)
+    assert len(seen) == 2 and update["clip_fraction"][0] == 0.0
+
+    # group 1 [1, 0, 0, 0]: mean 0.25, std (Bessel) 0.5; group 2 [1, 1, 0, 0]: mean 0.5, std sqrt(1/3)
+    hand = sorted([0.75 / 0.5001] + [-0.25 / 0.5001] * 3 + [0.5 / (3 ** -0.5 + 1e-4)] * 2
+                  + [-0.5 / (3 ** -0.5 + 1e-4)] * 2)
+    advantages = torch.cat([inputs["advantages"] for inputs, _, _ in seen]).tolist()
+    assert sorted(advantages) == pytest.approx(hand, abs=1e-5)
+    tokens = sum(len(r.completion_ids) for r in rollouts)
+    inputs, logps, loss = seen[1]
+    assert float(inputs["num_items_in_batch"]) == tokens
+    mask = inputs["completion_mask"].float()
+    advantage = inputs["advantages"].unsqueeze(1)
+    ratio = torch.exp(logps - inputs["old_per_token_logps"])
+    objective = torch.min(ratio * advantage, ratio.clamp(1 - 0.2, 1 + 0.28) * advantage)
+    assert loss == pytest.approx(float(-(objective * mask).sum() / (tokens / 2)), rel=1e-4, abs=1e-6)
+    clipped = ((ratio < 0.8) & (advantage < 0)) | ((ratio > 1.28) & (advantage > 0))
+    assert update["clip_fraction"][1] == pytest.approx(float((clipped * mask).sum() / mask.sum()))
+    assert update["clip_fraction"][1] > 0
 
 
 @pytest.fixture(scope="module")

@@ -156,22 +156,25 @@ def test_problem_matrix_validates_shapes_and_is_read_only():
 
 def test_cure_stats_hand_computed_example():
     # A: tests 0-1 accurate (both correct codes pass), test 2 not; wrong codes pass 1/4 accurate and
-    # 1/2 inaccurate pairs. B: test 0 accurate, test 1 not; wrong codes pass 1/2 and 1/2.
+    # 1/2 inaccurate pairs. B: test 0 accurate, test 1 not; wrong codes pass 1/2 and 1/2. C (all correct):
+    # test 0 accurate, test 1 not, no wrong pair. D (no correct code) is skipped.
     a = matrix([[1, 1, 0], [1, 1, 1], [1, 0, 0], [0, 0, 1]], [True, True, False, False], task_id="A")
     b = matrix([[1, 1], [1, 0], [0, 0]], [False, True, False], task_id="B")
     all_correct = matrix([[1, 0]], [True], task_id="C")
     none_correct = matrix([[1, 0]], [False], task_id="D")
     stats = cure_stats([a, b, all_correct, none_correct])
-    assert (stats.problems, stats.skipped) == (2, 2)
-    assert stats.p_u == pytest.approx(3 / 5)
+    assert (stats.problems, stats.skipped) == (3, 1)
+    assert stats.p_u == pytest.approx(4 / 7)
     assert stats.p_01 == pytest.approx(2 / 6)
     assert stats.p_00 == pytest.approx(2 / 4)
-    assert stats.mu == pytest.approx(0.6 * (1 - 1 / 3) - 0.4 * 0.5)
+    assert stats.mu == pytest.approx(4 / 7 * (1 - 1 / 3) - 3 / 7 * 0.5)
 
 
 def test_cure_stats_without_inaccurate_tests_drops_the_p_00_term():
     stats = cure_stats([matrix([[1, 1], [1, 0]], [True, False])])
     assert stats.p_u == 1.0 and stats.p_01 == 0.5 and math.isnan(stats.p_00)
     assert stats.mu == pytest.approx(0.5)
-    empty = cure_stats([matrix([[1]], [True])])
-    assert empty.problems == 0 and math.isnan(empty.mu)
+    all_correct = cure_stats([matrix([[1]], [True])])  # counted in p_u; no wrong code to measure p_01
+    assert all_correct.problems == 1 and all_correct.p_u == 1.0 and math.isnan(all_correct.mu)
+    none_correct = cure_stats([matrix([[1]], [False])])
+    assert none_correct.problems == 0 and none_correct.skipped == 1 and math.isnan(none_correct.mu)

@@ -34,12 +34,16 @@ def test_pass_rates_count_passing_test_functions():
 
 
 @pytest.mark.parametrize("passed_by, correct, expected", [
-    ([True, True, False, False], [True, True, False, False], 2.0),   # right test: fails both wrong codes
-    ([True, True, True, False], [True, True, False, False], 1.0),    # right, catches one of two wrong codes
+    # CURE's code: (all correct codes pass) - (wrong codes passing) / (wrong codes); +-1 with no wrong code
+    ([True, True, False, False], [True, True, False, False], 1.0),   # right test: fails both wrong codes
+    ([True, True, True, False], [True, True, False, False], 0.5),    # right, catches one of two wrong codes
     ([True, False, False, False], [True, True, False, False], 0.0),  # fails a correct code, no wrong passes
-    ([False, True, True, True], [True, True, False, False], -2.0),   # wrong test passed by both wrong codes
-    ([False, False], [False, False], 2.0),                           # no correct code: the product is empty
-    ([True, True], [True, True], 0.0),                               # no wrong code to catch
+    ([False, True, True, True], [True, True, False, False], -1.0),   # wrong test passed by both wrong codes
+    ([True, True, True, False, False], [True, False, False, False, True], -2 / 3),  # 2 of 3 wrong pass
+    ([False, False], [False, False], 1.0),                           # all wrong: empty product, fails both
+    ([True, False], [False, False], 0.5),                            # all wrong: one of two passes
+    ([True, True], [True, True], 1.0),                               # all correct and passed: +1
+    ([True, False], [True, True], -1.0),                             # all correct, one fails: -1
 ])
 def test_cure_test_reward(passed_by, correct, expected):
     assert cure_test_reward(passed_by, correct) == expected
@@ -84,8 +88,9 @@ def test_self_play_suite_reward_averages_its_tests():
     from codea1_eval.train.modes import self_play_suite_reward
 
     correct = [True, False, False]
-    # test 1 catches both wrong codes (+2), test 2 is passed by one wrong code and fails the right one (-1)
-    assert self_play_suite_reward([[True, False, False], [False, True, False]], correct, "ok") == 0.5
+    # test 1 catches both wrong codes (+1), test 2 fails the right code and is passed by one of the two
+    # wrong ones (0 - 1/2)
+    assert self_play_suite_reward([[True, False, False], [False, True, False]], correct, "ok") == 0.25
     assert self_play_suite_reward([], correct, "ok") == 0.0          # no usable test: passes no code
-    assert self_play_suite_reward([], [False, False], "ok") == 2.0   # ... which, with no correct code, earns 2
-    assert self_play_suite_reward([], [False, False], "a\x00") == 1.5  # minus the non-printable share
+    assert self_play_suite_reward([], [False, False], "ok") == 1.0   # ... which, with no correct code, earns 1
+    assert self_play_suite_reward([], [False, False], "a\x00") == 0.5  # minus the non-printable share

@@ -113,11 +113,17 @@ def test_adversarial_reward_history_only_and_neither():
     assert adversarial_reward(SuiteOutcome(())) == 0.0
 
 
-def test_nonprintable_share():
-    assert nonprintable_share("") == 0.0
-    assert nonprintable_share("assert f(1) == 2\n\tx\r") == 0.0  # newline, tab, carriage return are fine
-    assert nonprintable_share("abcdefgh\x00\x1b") == pytest.approx(0.2)
-    assert nonprintable_share("ab\u200bc") == pytest.approx(0.25)  # zero-width space is not printable
+@pytest.mark.parametrize("text, expected", [
+    ("", 0.0),
+    ("assert f(1) == 2\n\tx\r", 0.0),  # newline, tab and carriage return are in string.printable
+    ("abc\x0c", 0.0),                   # so is form feed (str.isprintable says no)
+    ("caf\u00e9", 1 / 4),                # é is outside ASCII (str.isprintable says yes)
+    ("x = '\u4e2d'", 1 / 7),             # so is 中
+    ("abcdefgh\x00\x1b", 2 / 10),
+    ("ab\u200bc", 1 / 4),                # zero-width space
+])
+def test_nonprintable_share_counts_characters_outside_string_printable(text, expected):
+    assert nonprintable_share(text) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("alpha, expected", [

@@ -11,8 +11,10 @@ import pytest
 
 from codea1_eval.asserts.ult_format import ult_reference_module, ult_test_module
 from codea1_eval.commands.mul.config import MulConfig
+from codea1_eval.commands.mul import ult
 from codea1_eval.commands.mul.ult import KILLED, SURVIVED, ult_metrics
 from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.metrics.mutation import Mutant
 from codea1_eval.metrics.ult_pytest import (ERROR, FAILED, PASSED, SKIPPED, XFAILED, PytestRun, pytest_program,
                                             pytest_runs)
 from codea1_eval.sandbox import Executor
@@ -117,3 +119,31 @@ def test_no_task_to_mutate_is_their_100():
     metrics = ult_metrics(MulConfig(k=1), Benchmark("ult-lite", "ult", problems, "x", "0"),
                           {"0": {"runs": {"1": _run(0, 1)}}}, {}, resamples=10)
     assert metrics["mut@1_conditional"] == 100.0 and metrics["n_tasks_conditional@1"] == 0
+
+
+class _CountingExecutor(Executor):
+    """A real executor that also counts the pytest runs (calls) it was given."""
+
+    calls = 0
+
+    def map_unordered(self, programs):
+        programs = list(programs)
+        self.calls += sum(len(program.calls) for program in programs)
+        return super().map_unordered(programs)
+
+
+def test_mutants_run_k_by_k_and_a_killed_one_is_not_run_again(monkeypatch):
+    reference = "def f(x):\n    if x > 0:\n        return x + 1\n    return 0\n"
+    variants = {"zero_path": reference.replace("return 0", "return 1"),  # fails test 1
+                "plus_two": reference.replace("x + 1", "x + 2"),  # passes test 1, fails test 2
+                "equivalent": reference.replace("x > 0", "x >= 1"),  # passes both
+                "loops": reference.replace("return x + 1", "while True:\n            pass")}  # test 2 runs past 2 s
+    mutants = [Mutant(name, name, ult_reference_module(source)) for name, source in variants.items()]
+    monkeypatch.setattr(ult, "make_mutants", lambda module, mutator: mutants)
+    executor = _CountingExecutor(parallel=2)
+    tests = ["def test_f_1():\n    assert f(0) == 0", "def test_f_2():\n    assert f(1) == 2"]
+    [record] = ult._mutate_chunk([(ult_reference_module(reference), tests)], MulConfig(k=2), [1, 2], 2.0, executor)
+    assert record["baseline_ok"] is True and record["mutant_ids"] == list(variants)
+    assert record["verdicts"] == {"1": [KILLED, SURVIVED, SURVIVED, SURVIVED],
+                                  "2": [KILLED, KILLED, SURVIVED, KILLED]}
+    assert executor.calls == 1 + 4 + 3  # the baseline, four mutants at k = 1, the three survivors at k = 2

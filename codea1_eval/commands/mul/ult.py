@@ -7,7 +7,7 @@
              on the full ULT, in the fixed 10% sample (on ult-lite: every such task; their script would
              draw a new 10% sample there): their baseline, then every mutant of ``mod.py`` (cosmic-ray
              by default) against the first k tests for each k, 10 s a mutant; a mutant survives when
-             pytest would exit 0
+             pytest would exit 0 (one killed at a smaller k is not run again: ``run_mutants``)
 4. metrics   ``ult_metrics`` (their ``print_results.py``)
 
 Each stage is resumable by content hash, like the other protocols' stages.
@@ -33,6 +33,10 @@ from codea1_eval.commands.mul.config import MUTANTS, TESTS, MulConfig
 KILLED, SURVIVED = "killed", "survived"
 TASKS_PER_PROGRAM = 8
 """Tasks whose pytest runs share one sandbox worker (the harness imports numpy and pandas once per worker)."""
+TASKS_PER_WORKER = 4
+"""Mutation tasks per sandbox worker in one chunk of ``run_mutants``."""
+MUTANTS_PER_PROGRAM = 16
+"""Mutants per sandbox program: small enough that a chunk's last programs end close together."""
 
 
 def _module(problem: Problem) -> str:
@@ -79,7 +83,14 @@ def run_mutants(config: MulConfig, problems: list[Problem], tests: dict[str, dic
                 executor: Executor) -> dict[str, dict]:
     """Per task of ``problems``: their cosmic-ray baseline (the unmutated ``mod.py`` under the mutant
     limit, which must pass for the task to count) and each mutant's verdict, killed or survived, at
-    every k. Every task's programs go to the executor together."""
+    every k.
+
+    Their harness runs every mutant once per k. Here the ks run in ascending order and only a mutant
+    that survived the smaller k runs again: the first k tests are the first tests of every larger k's
+    ``test.py``, and pytest runs them first, so a mutant they kill (a failure, an error, or a run past
+    the limit) is killed by every larger k too. The verdicts are the same; a mutant that loops costs
+    its 10 s once instead of once per k. Tasks go through in chunks (a few per sandbox worker), all of
+    a chunk's programs of one k submitted together; a chunk's records are written as it ends."""
     ks = config.ks()
     limit = MUTANT_TIME_LIMIT_S * config.timeout_scale
     version = harness_version()
@@ -88,36 +99,50 @@ def run_mutants(config: MulConfig, problems: list[Problem], tests: dict[str, dic
         module, formatted = _module(problem), tests[problem.task_id]["tests"]
         items.append(WorkItem(content_hash(module, formatted, ks, config.mutator, limit, version), problem.task_id,
                               (module, formatted)))
+    chunk_size = TASKS_PER_WORKER * executor.parallel
 
     def compute(todo: list[WorkItem]):
-        jobs: list[tuple[int, int | None]] = []  # per program: (task index in todo, k; None: the baseline)
-        records = [{"mutant_ids": [], "baseline_ok": None, "verdicts": {}} for _ in todo]
-
-        def programs():
-            for index, item in enumerate(todo):
-                module, formatted = item.payload
-                mutants = make_mutants(module, config.mutator)
-                records[index]["mutant_ids"] = [m.mutant_id for m in mutants]
-                jobs.append((index, None))
-                yield mutants_program([module], ult_test_module(formatted[:config.k]), limit)
-                for k in ks:
-                    jobs.append((index, k))
-                    yield mutants_program([m.source for m in mutants], ult_test_module(formatted[:k]), limit)
-
-        remaining = [1 + len(ks)] * len(todo)
-        for number, result in executor.map_unordered(programs()):
-            index, k = jobs[number]
-            runs = pytest_runs(result)
-            if k is None:
-                records[index]["baseline_ok"] = runs[0].exit_ok
-            else:
-                records[index]["verdicts"][str(k)] = [SURVIVED if r.exit_ok else KILLED for r in runs]
-            remaining[index] -= 1
-            if remaining[index] == 0:
-                yield index, records[index]
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start:start + chunk_size]
+            records = _mutate_chunk([item.payload for item in chunk], config, ks, limit, executor)
+            yield from ((start + offset, record) for offset, record in enumerate(records))
 
     records = Stage(run, MUTANTS, f"mutants ({config.mutator})").run(items, compute)
     return {item.task_id: records[item.key] for item in items}
+
+
+def _mutate_chunk(tasks: list[tuple[str, list[str]]], config: MulConfig, ks: list[int], limit: float,
+                  executor: Executor) -> list[dict]:
+    """The mutation records of a few tasks (``(mod.py, formatted tests)`` each), k by k ascending; see
+    ``run_mutants``."""
+    mutants = [make_mutants(module, config.mutator) for module, _ in tasks]
+    records = [{"mutant_ids": [m.mutant_id for m in task_mutants], "baseline_ok": None, "verdicts": {}}
+               for task_mutants in mutants]
+    killed = [[False] * len(task_mutants) for task_mutants in mutants]
+    for k in ks:
+        jobs: list[tuple[int, list[int] | None]] = []  # per program: (task, mutant indices; None: the baseline)
+        programs = []
+        for index, (module, formatted) in enumerate(tasks):
+            if k == ks[0]:
+                jobs.append((index, None))
+                programs.append(mutants_program([module], ult_test_module(formatted[:config.k]), limit))
+            alive = [m for m, dead in enumerate(killed[index]) if not dead]
+            for first in range(0, len(alive), MUTANTS_PER_PROGRAM):
+                piece = alive[first:first + MUTANTS_PER_PROGRAM]
+                jobs.append((index, piece))
+                programs.append(mutants_program([mutants[index][m].source for m in piece],
+                                                ult_test_module(formatted[:k]), limit))
+        for number, result in executor.map_unordered(programs):
+            index, alive = jobs[number]
+            runs = pytest_runs(result)
+            if alive is None:
+                records[index]["baseline_ok"] = runs[0].exit_ok
+                continue
+            for m, pytest_run in zip(alive, runs):
+                killed[index][m] = not pytest_run.exit_ok
+        for index, record in enumerate(records):
+            record["verdicts"][str(k)] = [KILLED if dead else SURVIVED for dead in killed[index]]
+    return records
 
 
 def ult_metrics(config: MulConfig, benchmark: Benchmark, tests: dict[str, dict], mutants: dict[str, dict],

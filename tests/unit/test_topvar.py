@@ -1,7 +1,6 @@
-import numpy as np
 import pytest
 
-from codea1_eval.train.grpo_math import group_advantages, population_std, topvar_select
+from codea1_eval.train.topvar import population_std, topvar_select
 
 
 def test_population_std():
@@ -13,25 +12,6 @@ def test_population_std():
 
 def test_population_std_is_order_independent():
     assert population_std([0.1, 0.2, 0.7]) == population_std([0.7, 0.1, 0.2])
-
-
-def test_group_advantages_hand_computed():
-    np.testing.assert_allclose(group_advantages([1, 0, 0, 1]), [1, -1, -1, 1], atol=1e-5)
-    # mean 2, population std sqrt(2/3) = 0.816497
-    np.testing.assert_allclose(group_advantages([1, 2, 3]), [-1.224744, 0.0, 1.224744], atol=1e-5)
-    np.testing.assert_allclose(group_advantages([1, 0, 0, 0]), [1.732049, -0.577350, -0.577350, -0.577350],
-                               atol=1e-5)
-
-
-def test_group_advantages_uses_eps():
-    advantages = group_advantages([1, 0], eps=0.5)  # std 0.5: ±0.5 / (0.5 + 0.5)
-    np.testing.assert_allclose(advantages, [0.5, -0.5])
-
-
-def test_group_advantages_constant_or_single_group_is_zero():
-    np.testing.assert_array_equal(group_advantages([0.3, 0.3, 0.3]), [0.0, 0.0, 0.0])
-    np.testing.assert_array_equal(group_advantages([0.7]), [0.0])
-    assert group_advantages([]).shape == (0,)
 
 
 def test_topvar_keeps_highest_std():

@@ -1,10 +1,7 @@
-"""GRPO arithmetic of the adversarial loop (DESIGN §8): group-normalised advantages and TopVar selection.
+"""TopVar selection of the adversarial loop (Code-A1; DESIGN §8): per question keep the ℓ codes (default 1)
+whose N test rewards have the highest population std; only those codes' suites train the test policy.
 
-- Advantages (GRPO; Shao et al. 2024, "DeepSeekMath", arXiv:2402.03300, §4.1): A_i = (r_i − mean)/(std + ε)
-  over one group, population std (ddof = 0), ε = 1e-6. Code groups are the M codes of a question; test
-  groups are the N suites of one code. A group of one, or of equal rewards, gets all-zero advantages.
-- TopVar (Code-A1): per question keep the ℓ codes (default 1) whose N test rewards have the highest
-  population std; only those codes' suites train the test policy.
+(The group-normalised advantages are TRL's own: ``train.policy`` hands it the rewards.)
 """
 
 from __future__ import annotations
@@ -12,8 +9,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-
-ADVANTAGE_EPS = 1e-6
 
 
 def population_std(values: Sequence[float]) -> float:
@@ -25,14 +20,6 @@ def population_std(values: Sequence[float]) -> float:
     if len(values) == 0:
         return 0.0
     return float(np.std(np.sort(np.asarray(values, dtype=float))))
-
-
-def group_advantages(rewards: Sequence[float], eps: float = ADVANTAGE_EPS) -> np.ndarray:
-    """(r − mean)/(std + eps) for one group's rewards, population std; zeros for a constant group."""
-    values = np.asarray(rewards, dtype=float)
-    if values.size == 0:
-        return values
-    return (values - values.mean()) / (population_std(values) + eps)
 
 
 def topvar_select(test_rewards: Sequence[Sequence[float]], keep: int = 1) -> list[int]:
