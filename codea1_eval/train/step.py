@@ -2,10 +2,11 @@
 
 For each question: M code responses, and for each code N white-box suite responses. Suites are validated
 on the reference (``asserts.validate_suites``: kept tests carry the reference's true value); each code
-runs once on the kept tests of its N suites plus the question's Mistake Book tests (top 8), and on a
-``callable(entry_point)`` probe that tells whether it defines the function without error. From those
-verdicts come the code rewards, the test rewards (R_val, R_adv, α, validity of the code, non-printable
-penalty), the Mistake Book update (over codes that define) and the TopVar choice of codes whose suites
+runs once on the kept tests of its N suites plus the question's Mistake Book tests (top 8), after a
+probe that tells whether the code runs (its module executes without error: the reference's "defines",
+which does not ask for the entry point; a code without it simply fails every test). From those
+verdicts come the code rewards, the test rewards (R_val, R_adv, α, whether the code runs, non-printable
+penalty), the Mistake Book update (over codes that run) and the TopVar choice of codes whose suites
 train the test policy.
 
 A suite's R_val counts its kept tests as valid and, as the reference does, every extracted assert that is
@@ -94,8 +95,8 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
             suites = [validated[(qid, m, n)] for n in range(len(suite_responses[qid][m]))]
             tests = [t for suite in suites for t in suite.kept] + history
             tests_per_program.append((problem, m, suites, history))
-            # the guard: a code that fails to load, or does not define the entry point, passes nothing
-            jobs_to_run.append(AssertJob(code, [t.check() for t in tests], f"callable({problem.entry_point})"))
+            # the guard holds when the code's module ran; a code that fails to load passes nothing
+            jobs_to_run.append(AssertJob(code, [t.check() for t in tests], "True"))
     by_question = {s.question_id: s for s in scores}
     for (problem, m, suites, history), run in zip(tests_per_program,
                                                   run_asserts(executor, jobs_to_run, CALL_TIME_LIMIT_S)):

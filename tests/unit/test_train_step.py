@@ -36,6 +36,16 @@ def test_codes_are_rewarded_on_suites_and_history(scored):
     assert question.history_verdicts == [[True], [False], [False]]
 
 
+def test_a_code_that_runs_without_the_entry_point_defines_as_the_reference_counts_it():
+    book = MistakeBook()
+    question, = score_step([ADD], {"q/add": ["```python\nx = 1\n```"]}, {"q/add": [[SUITE_B]]}, book,
+                           Executor(parallel=1))
+    assert question.code_defines == [True] and question.code_rewards == [0.0]
+    # one valid test, failed: R_val = 1/8, R_adv = gen_fail = 1/8 (no history), R_T = 0.5/8 + 0.5/8
+    assert question.suite_rewards == [[0.125]]
+    assert book.entries("q/add") == [("assert add(5, 5) == 10", 1)]  # a running code failed it
+
+
 def test_test_rewards_follow_validity_and_adversarial_terms(scored):
     question, _ = scored
     first = question.suites[0][0]
