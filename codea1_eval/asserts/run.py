@@ -1,16 +1,19 @@
 """Run a set of asserts on a program and get one verdict per assert (used by ``bon`` and training).
 
 Each assert's call, and its predicted answer when that is an expression, is one sandbox call; the
-values come back as data and the operator is judged here, on the trusted side.
+values come back as data and the operator is judged here, on the trusted side. ``resolve_predicted``
+first evaluates predicted answers away from any candidate, so that a candidate cannot change what it
+is compared with.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from codea1_eval.asserts.compare import holds
-from codea1_eval.asserts.literals import literal_value
+from codea1_eval.asserts.literals import literal_value, value_source
 from codea1_eval.asserts.records import AssertCheck
 from codea1_eval.sandbox.engine import OK, RETURNED, CallResult, ExecResult, Executor, Program
 
@@ -96,3 +99,39 @@ def run_asserts(executor: Executor, jobs: Iterable[AssertJob], time_limit: float
                                               for i in runnable)))
     empty = ExecResult(OK, [])
     return [assert_verdicts(job.checks, results.get(index, empty), job.guard) for index, job in enumerate(jobs)]
+
+
+def import_header(prompt: str) -> str:
+    """The top-level import statements of a problem's prompt ("" when it is not Python): the context in
+    which ``resolve_predicted`` evaluates predicted answers."""
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return ""
+    return "".join(ast.unparse(node) + "\n" for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def resolve_predicted(tasks: Sequence[tuple[Sequence[AssertCheck], str]], executor: Executor,
+                      time_limit: float) -> list[list[AssertCheck]]:
+    """Each task's ``(checks, context)`` with every predicted right side (an expression such as
+    ``sorted(x)``) evaluated once, in a program that holds only ``context`` (the problem's imports) and
+    never a candidate's code, and carried on as a literal ``expected`` value. So a candidate that shadows
+    ``sorted`` or patches a module cannot change what its outputs are compared with. A right side that
+    cannot be evaluated there (it names something only a candidate defines) or whose value has no
+    literal stays an expression, evaluated beside each candidate as before."""
+    pending = [sorted({c.predicted for c in checks if c.expected is None and c.predicted is not None})
+               for checks, _ in tasks]
+    runnable = [index for index, expressions in enumerate(pending) if expressions]
+    results = dict(zip(runnable, executor.map(calls_program(tasks[i][1], pending[i], time_limit) for i in runnable)))
+    resolved = []
+    for index, (checks, _) in enumerate(tasks):
+        values: dict[str, str] = {}
+        result = results.get(index)
+        if result is not None and result.status == OK:
+            for expression, call in zip(pending[index], result.calls):
+                source = value_source(call.value) if call.status == RETURNED else None
+                if source is not None:
+                    values[expression] = source
+        resolved.append([replace(c, expected=values[c.predicted]) if c.expected is None and c.predicted in values
+                         else c for c in checks])
+    return resolved

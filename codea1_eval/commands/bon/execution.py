@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from codea1_eval.asserts import AssertCheck, assert_program, assert_verdicts, value_source
+from codea1_eval.asserts.run import import_header, resolve_predicted
 from codea1_eval.benchmarks.base import Benchmark
 from codea1_eval.judging import GroundTruth, candidate_program, judge
 from codea1_eval.results import RunDir, content_hash
@@ -35,13 +36,18 @@ def output_key(call) -> str:
 
 def execute(config: BonConfig, benchmark: Benchmark, candidates: dict[str, list[dict]],
             tests: dict[str, list[dict]], run: RunDir, executor: Executor) -> dict[str, dict]:
-    """Run every candidate on its problem's generated asserts: per cell pass/fail and output key."""
-    checks = {task_id: [AssertCheck(t["call"], t["op"], predicted=t["predicted"]) for t in task_tests]
-              for task_id, task_tests in tests.items()}
+    """Run every candidate on its problem's generated asserts: per cell pass/fail and output key. The
+    asserts' predicted answers are evaluated first, without any candidate (``resolve_predicted``)."""
+    raw = [(problem, [AssertCheck(t["call"], t["op"], predicted=t["predicted"]) for t in tests[problem.task_id]])
+           for problem in benchmark.problems]
+    resolved = resolve_predicted([(task_checks, import_header(problem.prompt)) for problem, task_checks in raw],
+                                 executor, config.call_time_limit)
+    checks = {problem.task_id: task_checks for (problem, _), task_checks in zip(raw, resolved)}
     items = []
     for problem in benchmark.problems:
         for candidate in candidates[problem.task_id]:
-            key = content_hash(candidate["code"], tests[problem.task_id], config.call_time_limit, config.isolation)
+            key = content_hash(candidate["code"], tests[problem.task_id], [c.expected for c in checks[problem.task_id]],
+                               config.call_time_limit, config.isolation)
             candidate["execution_key"] = key
             if tests[problem.task_id]:
                 items.append(WorkItem(key, problem.task_id, candidate["code"]))
