@@ -19,7 +19,7 @@ TEST_FUNCTION_TIME_LIMIT_S = 6.0
 _SOLUTION_IMPORT = re.compile(r"^\s*from\s+solution\s+import\s+.*$|^\s*import\s+solution\s*$", re.MULTILINE)
 
 
-def _without_solution_imports(test_program: str) -> str:
+def without_solution_imports(test_program: str) -> str:
     """KodCode tests import the function from a module ``solution``; here the code is in the same module."""
     return _SOLUTION_IMPORT.sub("", test_program)
 
@@ -27,7 +27,7 @@ def _without_solution_imports(test_program: str) -> str:
 def calls_of_test_program(test_program: str, entry_point: str) -> list[str]:
     """The calls that run a test program's tests: ``check(entry_point)``, else every ``test_*()``."""
     try:
-        tree = ast.parse(_without_solution_imports(test_program))
+        tree = ast.parse(without_solution_imports(test_program))
     except SyntaxError as exc:
         raise UserError(f"a ground-truth test program does not parse: {exc}") from None
     names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -45,7 +45,7 @@ class TestFunctionsKind(TestKind):
     name = "test-functions"
 
     def _program(self, problem, code: str, time_limit: float) -> Program:
-        combined = f"{code}\n\n{_without_solution_imports(problem.test_script or '')}"
+        combined = f"{code}\n\n{without_solution_imports(problem.test_script or '')}"
         return calls_program(combined, calls_of_test_program(problem.test_script or "", problem.entry_point),
                              time_limit)
 

@@ -1,8 +1,15 @@
-"""Reward hacks earn what a wrong answer earns, in `bon`: each program of the adversarial corpus, and
-candidates that change the names a test's predicted answer uses, run as a `bon` candidate on generated
-asserts whose right side is an expression (``sum([1, 2])``). The predicted answers are evaluated first,
-in a program without any candidate (``asserts.run.resolve_predicted``), and compared with the
-candidate's outputs on the trusted side; every hack fails every assert, as ``add(a, b) = a - b`` does."""
+"""Reward hacks earn what a wrong answer earns.
+
+In `bon`: each program of the adversarial corpus, and candidates that change the names a test's
+predicted answer uses, run as a candidate on generated asserts whose right side is an expression
+(``sum([1, 2])``). The predicted answers are evaluated first, in a program without any candidate
+(``asserts.run.resolve_predicted``), and compared with the candidate's outputs on the trusted side;
+every hack fails every assert, as ``add(a, b) = a - b`` does.
+
+In training's ground-truth tests (the `golden` and `self-play` code rewards, `sft-data`): the same
+programs as generated codes of a question whose tests compare with ``==`` and ``math.isclose``, judged
+by record and replay (``judging.replay``): every hack passes 0 of the question's tests, as the wrong
+code does, where the direct run (code and tests in one process) gave some of them full marks."""
 
 from __future__ import annotations
 
@@ -10,7 +17,10 @@ import pytest
 
 from codea1_eval.asserts import AssertCheck, assert_program, assert_verdicts
 from codea1_eval.asserts.run import import_header, resolve_predicted
+from codea1_eval.judging.replay import ReplayJob, replay_pass_rates
 from codea1_eval.sandbox.engine import Executor, SandboxLimits
+from codea1_eval.train.ground_truth import pass_rates, pass_rates_by_question
+from codea1_eval.train.data import TrainProblem
 
 from .box import HONEST, dedent_code
 from .test_hack_proofing import ATTACKS
@@ -77,3 +87,79 @@ def test_import_header_keeps_only_the_prompts_imports():
     prompt = 'from typing import List\nimport math as m\n\ndef f(x: List[int]) -> int:\n    """Doc."""\n'
     assert import_header(prompt) == "from typing import List\nimport math as m\n"
     assert import_header("Write a function that adds two numbers.") == ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Training's ground-truth tests, judged by record and replay.
+
+REFERENCE = "def add(a, b):\n    return a + b\n"
+GROUND_TRUTH = dedent_code("""
+    import math
+
+    def check(candidate):
+        assert candidate(1, 2) == 3
+        assert math.isclose(candidate(0.5, 0.25), 0.75)
+""")
+KODCODE_TESTS = dedent_code("""
+    from solution import add
+    import math
+
+    def test_ints():
+        assert add(1, 2) == 3
+
+    def test_floats():
+        assert math.isclose(add(0.5, 0.25), 0.75)
+""")
+PATCH_ISCLOSE = dedent_code("""
+    import math
+    math.isclose = lambda *args, **kwargs: True
+    def add(a, b):
+        return -1
+""")
+
+
+def _direct_and_replayed(executor, code: str, tests: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    question = TrainProblem("q/add", "Add.", "add", REFERENCE, test=tests)
+    [[replayed]] = pass_rates_by_question([question], [[code]], executor)
+    [direct] = pass_rates([(code, tests, "add")], executor)
+    return direct, replayed
+
+
+@pytest.mark.parametrize("tests", [GROUND_TRUTH, KODCODE_TESTS], ids=["check-style", "kodcode-style"])
+def test_ground_truth_of_honest_and_wrong_codes(executor, tests):
+    total = 1 if tests is GROUND_TRUTH else 2
+    assert _direct_and_replayed(executor, HONEST, tests) == ((total, total), (total, total))
+    assert _direct_and_replayed(executor, "def add(a, b):\n    return a - b\n", tests) == ((0, total), (0, total))
+
+
+def test_the_direct_run_is_fooled_where_the_replay_is_not(executor):
+    assert _direct_and_replayed(executor, PATCH_ISCLOSE, KODCODE_TESTS) == ((1, 2), (0, 2))
+    assert _direct_and_replayed(executor, ATTACKS[0].values[0], KODCODE_TESTS) == ((1, 2), (0, 2))  # always-equal
+
+
+@pytest.mark.parametrize("code", [pytest.param(PATCH_ISCLOSE, id="patch-math.isclose"), *HACKS])
+@pytest.mark.parametrize("tests", [GROUND_TRUTH, KODCODE_TESTS], ids=["check-style", "kodcode-style"])
+def test_a_hack_passes_no_ground_truth_test(executor, tests, code):
+    question = TrainProblem("q/add", "Add.", "add", REFERENCE, test=tests)
+    [[rate]] = pass_rates_by_question([question], [[code]], executor)
+    assert rate[0] == 0
+
+
+def test_mutated_arguments_raised_exceptions_and_fallback(executor):
+    in_place = TrainProblem("q/sort", "Sort in place.", "sort_in_place",
+                            "def sort_in_place(xs):\n    xs.sort()\n",
+                            test="from solution import sort_in_place\nimport pytest\n\n"
+                                 "def test_sorts():\n    xs = [3, 1, 2]\n    assert sort_in_place(xs) is None\n"
+                                 "    assert xs == [1, 2, 3]\n\n"
+                                 "def test_rejects():\n    with pytest.raises(TypeError):\n"
+                                 "        sort_in_place([1, 'a'])\n")
+    klass = TrainProblem("q/box", "A box.", "Box", "class Box:\n    def __init__(self, v):\n        self.v = v\n",
+                         test="from solution import Box\n\ndef test_box():\n    assert Box(3).v == 3\n")
+    codes = [["def sort_in_place(xs):\n    xs.sort()\n", "def sort_in_place(xs):\n    return sorted(xs)\n"],
+             ["class Box:\n    def __init__(self, v):\n        self.v = v\n"]]
+    # the copy that sorts nothing fails test_sorts (returns a list, leaves xs) and passes test_rejects
+    assert pass_rates_by_question([in_place, klass], codes, executor) == [[(2, 2), (1, 2)], [(1, 1)]]
+    jobs = [ReplayJob(code, q.test, q.entry_point, q.solution) for q, row in zip([in_place, klass], codes)
+            for code in row]
+    _, direct = replay_pass_rates(jobs, executor, lambda rest: [(1, 1)] * len(rest))
+    assert direct == 1  # the class question: its instances cannot be replayed, so it runs the direct way
