@@ -68,6 +68,7 @@ def test_train_writes_checkpoints_book_and_log(trained, tiny_model):
         assert any(line[f"{role}_grad_norm"] > 0 for line in log)
         assert _max_difference(out / role, tiny_model) > 0
     assert [line["step"] for line in log] == [1, 2, 3] and set(log[0]) == LOG_FIELDS
+    assert all(len(line["code_clip_fraction"]) == 2 for line in log)  # two mini-batches a step
     book = json.loads((out / "mistake_book.json").read_text())
     assert book["schema"] == 1 and log[-1]["mistake_book_size"] == sum(len(v) for v in book["questions"].values())
     assert json.loads((out / "state.json").read_text())["step"] == 3

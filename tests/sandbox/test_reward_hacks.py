@@ -163,3 +163,36 @@ def test_mutated_arguments_raised_exceptions_and_fallback(executor):
             for code in row]
     _, direct = replay_pass_rates(jobs, executor, lambda rest: [(1, 1)] * len(rest))
     assert direct == 1  # the class question: its instances cannot be replayed, so it runs the direct way
+
+
+# --------------------------------------------------------------------------------------------------
+# The code-a1 mode: a hack as the generated code, and as the generated test suite.
+
+SUITE = "```python\nassert add(1, 2) == 3\nassert add(0.5, 0.25) == 0.75\n```"
+WRONG_CODE = "def add(a, b):\n    return a - b\n"
+
+
+def _code_a1_step(executor, code_responses: list[str], suite_response: str):
+    from codea1_eval.train.mistake_book import MistakeBook
+    from codea1_eval.train.step import score_step
+
+    question = TrainProblem("q/add", "Add.", "add", REFERENCE)
+    [scores] = score_step([question], {"q/add": code_responses},
+                          {"q/add": [[suite_response]] * len(code_responses)}, MistakeBook(), executor)
+    return scores
+
+
+@pytest.mark.parametrize("code", [pytest.param(PATCH_ISCLOSE, id="patch-math.isclose"), *HACKS])
+def test_code_a1_a_hack_as_the_code_earns_what_a_wrong_code_earns(executor, code):
+    fenced = [f"```python\n{text}```" for text in (WRONG_CODE, code)]
+    scores = _code_a1_step(executor, fenced, SUITE)
+    assert scores.code_rewards[1] == scores.code_rewards[0] == 0.0
+    # the suite that catches it earns what it earns for catching the wrong code (when the hack runs)
+    if scores.code_defines[1]:
+        assert scores.suite_rewards[1] == scores.suite_rewards[0]
+
+
+@pytest.mark.parametrize("code", [pytest.param(PATCH_ISCLOSE, id="patch-math.isclose"), *HACKS])
+def test_code_a1_a_hack_as_the_test_suite_earns_nothing(executor, code):
+    scores = _code_a1_step(executor, [f"```python\n{REFERENCE}```"], f"```python\n{code}```")
+    assert scores.suites[0][0].kept_tests == [] and scores.suite_rewards == [[0.0]]
