@@ -14,7 +14,10 @@ helpers. Here each test function runs twice, in two sandbox programs:
    equal to nothing). The test passes when this run returns.
 
 The replay program never holds generated code, so the test's comparisons are made by the test's own
-code on data the generated code produced. A test that depends on more than the entry point's answers
+code on data the generated code produced: a rigged ``__eq__``, a patched ``math.isclose`` or a shadowed
+name (the code's own ``ValueError``) gains nothing. What it does not stop: in the record run the test
+shares a process with the code, which could read the expected values out of the test's frames or
+constants and return them (a known limit; the direct run has it too). A test that depends on more than the entry point's answers
 (other names imported from ``solution``, a class whose instances it inspects, printed output) cannot be
 replayed: ``replay_pass_rates`` checks each question on its reference first, and a question whose
 reference does not pass its tests by replay is judged the direct way (code and tests in one process);
@@ -34,11 +37,31 @@ UNREPRESENTABLE = "__codea1_unrepresentable__"
 _RUN = "__codea1_run"
 _CALLS = "__codea1_calls"
 
-_RECORDER = '''
-import copy as __codea1_copy_module
+_SEEDING = '''
 import random as __codea1_random
+import sys as __codea1_sys
+
+
+def __codea1_seed():
+    __codea1_random.seed(0)
+    if "numpy" in __codea1_sys.modules:
+        __codea1_sys.modules["numpy"].random.seed(0)
+
+
+def __codea1_random_state():
+    numpy = __codea1_sys.modules.get("numpy")
+    return __codea1_random.getstate(), numpy.random.get_state() if numpy is not None else None
+
+
+def __codea1_restore_random(state):
+    __codea1_random.setstate(state[0])
+    if state[1] is not None:
+        __codea1_sys.modules["numpy"].random.set_state(state[1])
+'''
+
+_RECORDER = _SEEDING + '''
+import copy as __codea1_copy_module
 __codea1_records = []
-__codea1_depth = [0]
 
 
 def __codea1_copy(value):
@@ -48,29 +71,36 @@ def __codea1_copy(value):
         return value
 
 
-def __codea1_recorded(function):
+def __codea1_builtin_exception(exc):
+    return next(kind.__name__ for kind in type(exc).__mro__ if kind.__module__ == "builtins")
+
+
+def __codea1_recorded(function, name):
+    namespace = globals()
+
     def recorded(*args, **kwargs):
-        if __codea1_depth[0]:
-            return function(*args, **kwargs)
         entry = {"args": __codea1_copy(list(args)), "kwargs": __codea1_copy(kwargs)}
-        __codea1_depth[0] += 1
+        state = __codea1_random_state()  # the code's own draws do not move the test's random inputs
+        namespace[name] = function  # the code's recursive calls go straight to it
         try:
             value = function(*args, **kwargs)
         except Exception as exc:
-            entry.update(raised=type(exc).__name__, after=__codea1_copy(list(args)))
-            __codea1_records.append(entry)
+            entry.update(raised=__codea1_builtin_exception(exc), message=str(exc)[:1000])
             raise
+        else:
+            entry["value"] = __codea1_copy(value)
+            return value
         finally:
-            __codea1_depth[0] -= 1
-        entry.update(value=__codea1_copy(value), after=__codea1_copy(list(args)))
-        __codea1_records.append(entry)
-        return value
+            namespace[name] = recorded
+            __codea1_restore_random(state)
+            entry.update(after=__codea1_copy(list(args)), kwargs_after=__codea1_copy(kwargs))
+            __codea1_records.append(entry)
     return recorded
 
 
 def __codea1_run(index):
     del __codea1_records[:]
-    __codea1_random.seed(0)
+    __codea1_seed()
     try:
         __codea1_calls[index]()
     except Exception:
@@ -78,10 +108,8 @@ def __codea1_run(index):
     return list(__codea1_records)
 '''
 
-_REPLAYER = '''
+_REPLAYER = _SEEDING + f'''
 import builtins as __codea1_builtins
-import math as __codea1_math
-import random as __codea1_random
 __codea1_queue = []
 
 
@@ -92,18 +120,18 @@ class __codea1_Unrepresentable:
         self.type_name = type_name
 
     def __repr__(self):
-        return f"<unrepresentable {self.type_name}>"
+        return f"<unrepresentable {{self.type_name}}>"
 
 
 def __codea1_rebuild(value):
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == "__codea1_unrepresentable__":
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == {UNREPRESENTABLE!r}:
         return __codea1_Unrepresentable(value[1])
     if isinstance(value, list):
         return [__codea1_rebuild(item) for item in value]
     if isinstance(value, tuple):
         return tuple(__codea1_rebuild(item) for item in value)
     if isinstance(value, dict):
-        return {__codea1_rebuild(k): __codea1_rebuild(v) for k, v in value.items()}
+        return {{__codea1_rebuild(k): __codea1_rebuild(v) for k, v in value.items()}}
     return value
 
 
@@ -130,6 +158,16 @@ def __codea1_restore(argument, after):
         argument.update(after)
 
 
+def __codea1_exception(entry):
+    kind = getattr(__codea1_builtins, entry["raised"], Exception)
+    if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        kind = Exception
+    try:
+        return kind(entry.get("message", ""))
+    except Exception:
+        return kind.__new__(kind)
+
+
 def __codea1_replayed(*args, **kwargs):
     if not __codea1_queue:
         raise AssertionError("the test made a call the code was never asked")
@@ -138,17 +176,16 @@ def __codea1_replayed(*args, **kwargs):
         raise AssertionError("the test's call differs from the recorded one")
     for argument, after in zip(args, entry["after"]):
         __codea1_restore(argument, after)
+    for key, argument in kwargs.items():
+        __codea1_restore(argument, entry["kwargs_after"].get(key))
     if "raised" in entry:
-        kind = getattr(__codea1_builtins, entry["raised"], None)
-        if not (isinstance(kind, type) and issubclass(kind, Exception)):
-            kind = type(entry["raised"], (Exception,), {})
-        raise kind("raised by the code (replayed)")
+        raise __codea1_exception(entry)
     return entry["value"]
 
 
 def __codea1_run(index, records):
     __codea1_queue[:] = __codea1_rebuild(records)
-    __codea1_random.seed(0)
+    __codea1_seed()
     __codea1_calls[index]()
 '''
 
@@ -162,7 +199,7 @@ def record_program(code: str, test_program: str, entry_point: str, time_limit: f
     """Stage 1: ``code`` with the test program, the entry point recorded; call i runs test function i and
     returns its records."""
     tests = without_solution_imports(test_program)
-    source = (f"{code}\n\n{_RECORDER}\n{entry_point} = __codea1_recorded({entry_point})\n\n{tests}\n\n"
+    source = (f"{code}\n\n{_RECORDER}\n{entry_point} = __codea1_recorded({entry_point}, {entry_point!r})\n\n{tests}\n\n"
               f"{_calls_table(test_program, entry_point)}")
     count = len(calls_of_test_program(test_program, entry_point))
     return Program(source, _RUN, calls=[(index,) for index in range(count)], time_limits=[time_limit] * count)

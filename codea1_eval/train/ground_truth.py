@@ -3,9 +3,9 @@
 A question's ``test`` program is judged as the ``test-functions`` kind
 (:mod:`codea1_eval.judging.test_functions`): one sandbox call per ``check``/``test_*`` function, and a
 code's pass rate is the share of those calls that pass. Training judges them by record and replay
-(:mod:`codea1_eval.judging.replay`): the test functions never run beside the generated code, so a code
-cannot fool them (an always-equal object, a patched helper); a question whose reference cannot be judged
-that way falls back to the direct run (``pass_rates``).
+(:mod:`codea1_eval.judging.replay`): the judging run of the test functions holds no generated code, so an
+always-equal object, a patched helper or a shadowed name gains nothing (the module says what it does not
+stop); a question whose reference cannot be judged that way falls back to the direct run (``pass_rates``).
 """
 
 from __future__ import annotations

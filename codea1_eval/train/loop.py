@@ -39,7 +39,8 @@ from codea1_eval.train.step import step_statistics
 
 BOOK, LOG, ROLLOUTS, STATE = "mistake_book.json", "train_log.jsonl", "rollouts.jsonl", "state.json"
 SCHEMA = 1
-LEGACY_VALUES: dict[str, Any] = {"mini_batches": 1, "weight_decay": 0.0, "dtype": "float32"}
+LEGACY_VALUES: dict[str, Any] = {"mini_batches": 1, "weight_decay": 0.0, "dtype": "float32",
+                                 "lr_schedule": "constant_with_warmup"}
 """Fields added after runs were recorded without them, with the behaviour those runs had."""
 _ABSENT = object()
 
@@ -65,6 +66,7 @@ class TrainConfig:
     mini_batches: int = 2
     weight_decay: float = 0.1
     dtype: str = "auto"
+    lr_schedule: str = "cosine"
     seed: int = 0
     rollout_engine: str = run_only("hf")
     vllm_mode: str = run_only("colocate")
@@ -161,10 +163,12 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
         def policy(plan: PolicyPlan) -> Policy:
             saved, initial = run.file(plan.saved_as[0]), _checkpoint_of(plan.spec)
             checkpoint = saved if start and (saved / "config.json").is_file() else initial
-            settings = PolicySettings(plan.group, plan.batch, config.max_new_tokens, config.temperature,
-                                      config.learning_rate, config.warmup_steps, config.kl_beta, config.mini_batches,
-                                      config.weight_decay, config.dtype, config.steps, config.seed,
-                                      config.rollout_engine, config.vllm_mode, config.vllm_server)
+            settings = PolicySettings(
+                group_size=plan.group, batch_completions=plan.batch, max_new_tokens=config.max_new_tokens,
+                temperature=config.temperature, learning_rate=config.learning_rate, warmup_steps=config.warmup_steps,
+                kl_beta=config.kl_beta, mini_batches=config.mini_batches, weight_decay=config.weight_decay,
+                dtype=config.dtype, lr_schedule=config.lr_schedule, total_steps=config.steps, seed=config.seed,
+                engine=config.rollout_engine, vllm_mode=config.vllm_mode, vllm_server=config.vllm_server)
             return Policy(checkpoint, settings, run.path / f".trl-{plan.role}", reference=initial)
 
         # checked with its canary before the policies load: a sandbox that cannot run stops the run at once

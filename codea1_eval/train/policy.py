@@ -61,6 +61,7 @@ class PolicySettings:
     mini_batches: int = 2
     weight_decay: float = 0.1
     dtype: str = "auto"
+    lr_schedule: str = "cosine"
     total_steps: int = 1
     seed: int = 0
     engine: str = "hf"
@@ -105,7 +106,7 @@ class Policy:
             per_device_train_batch_size=settings.batch_completions // settings.mini_batches,
             steps_per_generation=settings.mini_batches, gradient_accumulation_steps=1,
             num_generations=settings.group_size, learning_rate=settings.learning_rate,
-            warmup_steps=settings.warmup_steps, lr_scheduler_type="cosine", weight_decay=settings.weight_decay,
+            warmup_steps=settings.warmup_steps, lr_scheduler_type=settings.lr_schedule, weight_decay=settings.weight_decay,
             max_grad_norm=1.0, beta=settings.kl_beta,
             epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
             report_to=[], save_strategy="no", seed=settings.seed, log_completions=False,

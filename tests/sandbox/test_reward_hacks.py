@@ -187,12 +187,40 @@ def test_code_a1_a_hack_as_the_code_earns_what_a_wrong_code_earns(executor, code
     fenced = [f"```python\n{text}```" for text in (WRONG_CODE, code)]
     scores = _code_a1_step(executor, fenced, SUITE)
     assert scores.code_rewards[1] == scores.code_rewards[0] == 0.0
-    # the suite that catches it earns what it earns for catching the wrong code (when the hack runs)
-    if scores.code_defines[1]:
-        assert scores.suite_rewards[1] == scores.suite_rewards[0]
+    # the suite that catches it earns what it earns for catching the wrong code, or 0 when the hack's
+    # module does not even run (R_T is 0 for a code that does not define)
+    assert scores.suite_rewards[1] == (scores.suite_rewards[0] if scores.code_defines[1] else [0.0])
 
 
 @pytest.mark.parametrize("code", [pytest.param(PATCH_ISCLOSE, id="patch-math.isclose"), *HACKS])
 def test_code_a1_a_hack_as_the_test_suite_earns_nothing(executor, code):
     scores = _code_a1_step(executor, [f"```python\n{REFERENCE}```"], f"```python\n{code}```")
     assert scores.suites[0][0].kept_tests == [] and scores.suite_rewards == [[0.0]]
+
+
+
+def test_replay_keeps_what_honest_codes_do(executor):
+    """Honest codes whose behaviour the replay must carry: their own random draws (the test's inputs do
+    not move), deep recursion (the recording adds no stack frames), exceptions of library subclasses
+    (json's JSONDecodeError is a ValueError), keyword arguments mutated in place. A code that defines
+    its own ``ValueError`` does not pass for the built-in one (the direct run, where the code's name
+    replaces the test's, is fooled)."""
+    question = TrainProblem(
+        "q/pick", "Pick.", "pick",
+        "import json\ndef pick(xs, depth=0, out=None):\n    if depth < 3000:\n        return pick(xs, depth + 1, out)\n"
+        "    if out is not None:\n        out.append(1)\n    if not xs:\n        json.loads('')\n    return max(xs)\n",
+        test="import random\nimport pytest\nfrom solution import pick\n\n"
+             "def test_random_inputs():\n    for _ in range(5):\n        xs = [random.randint(0, 99) for _ in range(6)]\n"
+             "        assert pick(xs) == max(xs)\n\n"
+             "def test_empty():\n    with pytest.raises(ValueError):\n        pick([])\n\n"
+             "def test_out():\n    out = []\n    pick([1], out=out)\n    assert out == [1]\n")
+    shuffling = ("import json, random\ndef pick(xs, depth=0, out=None):\n    if depth < 3000:\n"
+                 "        return pick(xs, depth + 1, out)\n    if out is not None:\n        out.append(1)\n"
+                 "    if not xs:\n        json.loads('')\n    ys = list(xs)\n    random.shuffle(ys)\n    return max(ys)\n")
+    spoof = ("class ValueError(Exception):\n    pass\n"
+             "def pick(xs, depth=0, out=None):\n    if out is not None:\n        out.append(1)\n"
+             "    if not xs:\n        raise ValueError('empty')\n    return max(xs)\n")
+    rates = pass_rates_by_question([question], [[shuffling, spoof]], executor)
+    assert rates == [[(3, 3), (2, 3)]]
+    [direct] = pass_rates([(spoof, question.test, "pick")], executor)
+    assert direct == (3, 3)  # in one module with the code, the test's own ValueError is the code's

@@ -41,10 +41,11 @@ def test_help_shows_the_reference_defaults():
 def test_a_run_recorded_before_mini_batches_resumes_with_its_own_settings_and_hash():
     manifest = json.loads((FIXTURES / "train-alpha0.5" / "manifest.json").read_text())
     config = TrainConfig.from_run_dir(FIXTURES / "train-alpha0.5")
-    assert (config.mini_batches, config.weight_decay, config.dtype) == (1, 0.0, "float32")
+    assert (config.mini_batches, config.weight_decay, config.dtype, config.lr_schedule) == (
+        1, 0.0, "float32", "constant_with_warmup")
     assert (config.warmup_steps, config.kl_beta) == (0, 0.0)  # recorded values win over the new defaults
     assert config_hash({"command": "train", **config.identity()}) == manifest["config_hash"]
-    assert {"mini_batches", "weight_decay", "dtype"} <= set(TrainConfig(data="q.jsonl").identity())
+    assert {"mini_batches", "weight_decay", "dtype", "lr_schedule"} <= set(TrainConfig(data="q.jsonl").identity())
 
 
 @pytest.mark.parametrize("change, message", [

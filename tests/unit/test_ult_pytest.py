@@ -147,3 +147,32 @@ def test_mutants_run_k_by_k_and_a_killed_one_is_not_run_again(monkeypatch):
     assert record["verdicts"] == {"1": [KILLED, SURVIVED, SURVIVED, SURVIVED],
                                   "2": [KILLED, KILLED, SURVIVED, KILLED]}
     assert executor.calls == 1 + 4 + 3  # the baseline, four mutants at k = 1, the three survivors at k = 2
+    # the same verdicts as running every mutant at every k, as their harness does
+    full = _CountingExecutor(parallel=2)
+    for k in (1, 2):
+        runs = [r for program in [ult.mutants_program([m.source for m in mutants], ult_test_module(tests[:k]), 2.0)]
+                for r in ult.pytest_runs(full.run(program))]
+        assert [KILLED if not r.exit_ok else SURVIVED for r in runs] == record["verdicts"][str(k)]
+
+
+def test_a_round_that_rebinds_an_earlier_name_runs_every_mutant_at_every_k(monkeypatch):
+    reference = "def f(x):\n    return x\n"
+    mutants = [Mutant("zero", "zero", ult_reference_module("def f(x):\n    return 0\n"))]
+    monkeypatch.setattr(ult, "make_mutants", lambda module, mutator: mutants)
+    # round 2 replaces round 1's test_helper (their renaming leaves a second function's name as written):
+    # at k = 1 the mutant is killed, at k = 2 the module's only test_helper passes on it
+    tests = ["def test_helper():\n    assert f(1) == 1", "def test_helper():\n    assert f(0) == 0"]
+    assert not ult.prefix_safe(tests) and ult.prefix_safe(tests[:1])
+    executor = _CountingExecutor(parallel=2)
+    [record] = ult._mutate_chunk([(ult_reference_module(reference), tests)], MulConfig(k=2), [1, 2], 2.0, executor)
+    assert record["verdicts"] == {"1": [KILLED], "2": [SURVIVED]} and executor.calls == 1 + 1 + 1
+
+
+@pytest.mark.parametrize("tests, safe", [
+    (["def test_a():\n    assert f(1) == 1", "import math\ndef test_b():\n    assert math.isfinite(f(1))"], True),
+    (["def test_a():\n    assert f(1) == 1", "f = lambda x: x\ndef test_b():\n    assert f(1) == 1"], False),
+    (["def test_a(:\n    assert f(1) == 1"], False),
+    (["class TestA:\n    pass", "class TestA:\n    def test_m(self):\n        assert True"], False),
+])
+def test_prefix_safe(tests, safe):
+    assert ult.prefix_safe(tests) is safe

@@ -15,6 +15,7 @@ Each stage is resumable by content hash, like the other protocols' stages.
 
 from __future__ import annotations
 
+import ast
 from typing import Any, Collection
 
 import numpy as np
@@ -85,12 +86,14 @@ def run_mutants(config: MulConfig, problems: list[Problem], tests: dict[str, dic
     limit, which must pass for the task to count) and each mutant's verdict, killed or survived, at
     every k.
 
-    Their harness runs every mutant once per k. Here the ks run in ascending order and only a mutant
-    that survived the smaller k runs again: the first k tests are the first tests of every larger k's
-    ``test.py``, and pytest runs them first, so a mutant they kill (a failure, an error, or a run past
-    the limit) is killed by every larger k too. The verdicts are the same; a mutant that loops costs
-    its 10 s once instead of once per k. Tasks go through in chunks (a few per sandbox worker), all of
-    a chunk's programs of one k submitted together; a chunk's records are written as it ends."""
+    Their harness runs every mutant once per k. Here, for a task whose rounds only define new names
+    (``prefix_safe``), the ks run in ascending order and only a mutant that survived the smaller k runs
+    again: the first k tests are then unchanged at the start of every larger k's ``test.py``, and pytest
+    runs them first, so a mutant they kill (a failure, an error, or a run past the limit) is killed by
+    every larger k too. The verdicts are the same (a kill by time-out depends on the machine's load, in
+    their harness as here); a mutant that loops costs its 10 s once instead of once per k. Other tasks
+    run every mutant at every k. Tasks go through in chunks (a few per sandbox worker), all of a chunk's
+    programs of one k submitted together; a chunk's records are written as it ends."""
     ks = config.ks()
     limit = MUTANT_TIME_LIMIT_S * config.timeout_scale
     version = harness_version()
@@ -119,6 +122,7 @@ def _mutate_chunk(tasks: list[tuple[str, list[str]]], config: MulConfig, ks: lis
     records = [{"mutant_ids": [m.mutant_id for m in task_mutants], "baseline_ok": None, "verdicts": {}}
                for task_mutants in mutants]
     killed = [[False] * len(task_mutants) for task_mutants in mutants]
+    cascades = [prefix_safe(formatted[:config.k]) for _, formatted in tasks]
     for k in ks:
         jobs: list[tuple[int, list[int] | None]] = []  # per program: (task, mutant indices; None: the baseline)
         programs = []
@@ -126,7 +130,7 @@ def _mutate_chunk(tasks: list[tuple[str, list[str]]], config: MulConfig, ks: lis
             if k == ks[0]:
                 jobs.append((index, None))
                 programs.append(mutants_program([module], ult_test_module(formatted[:config.k]), limit))
-            alive = [m for m, dead in enumerate(killed[index]) if not dead]
+            alive = [m for m, dead in enumerate(killed[index]) if not (dead and cascades[index])]  # all, unsafe
             for first in range(0, len(alive), MUTANTS_PER_PROGRAM):
                 piece = alive[first:first + MUTANTS_PER_PROGRAM]
                 jobs.append((index, piece))
@@ -143,6 +147,26 @@ def _mutate_chunk(tasks: list[tuple[str, list[str]]], config: MulConfig, ks: lis
         for index, record in enumerate(records):
             record["verdicts"][str(k)] = [KILLED if dead else SURVIVED for dead in killed[index]]
     return records
+
+
+def prefix_safe(tests: list[str]) -> bool:
+    """Whether the first k of these formatted tests run unchanged at the start of every larger k's
+    ``test.py``: every round parses, holds only ``def``/``class``/``import`` statements at top level, and
+    binds no function or class name that another round binds (a later round cannot replace or patch an
+    earlier one)."""
+    seen: set[str] = set()
+    for test in tests:
+        try:
+            tree = ast.parse(test)
+        except (SyntaxError, ValueError):
+            return False
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or node.name in seen:
+                return False
+            seen.add(node.name)
+    return True
 
 
 def ult_metrics(config: MulConfig, benchmark: Benchmark, tests: dict[str, dict], mutants: dict[str, dict],
