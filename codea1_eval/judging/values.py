@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind, reference_error
 from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
-from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program
+from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program, digest_allowances
 from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, compare_outputs
 
 MIN_TIME_LIMIT_S = 1.0
@@ -58,7 +58,8 @@ class ValuesKind(TestKind):
         total = sum(min(TASK_TIME_CAP_S, sum(part)) + 1 for part in (base, plus) if part)
         return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
                        total_time_limit=total * timeout_scale + 10.0,
-                       next_call=_fail_fast(oracle, problem, truth) if oracle else None)
+                       next_call=_fail_fast(oracle, problem, truth) if oracle else None,
+                       digest_time_limits=digest_allowances(truth.outputs))
 
     def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
         outcomes = [(call.status == RETURNED, call.value) for call in result.calls]

@@ -2,11 +2,12 @@
 
 from codea1_eval.sandbox.engine import (
     CRASH, ERROR, FAIL, OK, RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT,
-    CallResult, ExecResult, Executor, Program, SandboxLimits, run_program,
+    CallResult, ExecResult, Executor, Program, SandboxLimits, digest_allowances, run_program,
 )
 from codea1_eval.sandbox.executors import EXECUTORS, make_executor
 
 __all__ = [
     "CRASH", "ERROR", "FAIL", "OK", "RETURNED", "SANDBOX_ERROR", "SKIPPED", "TIMEOUT",
-    "CallResult", "EXECUTORS", "ExecResult", "Executor", "Program", "SandboxLimits", "make_executor", "run_program",
+    "CallResult", "EXECUTORS", "ExecResult", "Executor", "Program", "SandboxLimits", "digest_allowances",
+    "make_executor", "run_program",
 ]

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import psutil
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.isolation import make_isolation
@@ -21,7 +21,7 @@ from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, L
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
 from codea1_eval.sandbox.session import FrameReader, WorkerSession
-from codea1_eval.sandbox.values import ProtocolViolation, decode
+from codea1_eval.sandbox.values import Digest, ProtocolViolation, decode
 
 STARTUP_TIMEOUT_S = 60.0
 DIGEST_TIME_S = 120.0
@@ -164,10 +164,11 @@ def _await_call(reader: FrameReader, program: Program, limits: SandboxLimits, in
         results[index] = CallResult(CRASH, error="worker died during the call")
         return CRASH
     if frame.get("k") == "digesting" and frame.get("i") == index:
-        # A large value is being hashed: allow hashing time, but only for a call that returned
-        # within its own limit (a forged early "digesting" frame can gain at most DIGEST_TIME_S).
+        # A large value is being hashed: allow the call's hashing time (none where the expected value was
+        # small, so a forged early "digesting" frame gains nothing; at most DIGEST_TIME_S otherwise).
+        allowance = DIGEST_TIME_S if program.digest_time_limits is None else program.digest_time_limits[index]
         try:
-            frame = reader.next_frame(min(time.monotonic() + DIGEST_TIME_S, total_deadline))
+            frame = reader.next_frame(min(max(call_deadline, time.monotonic() + allowance), total_deadline))
         except (TimeoutError, ProtocolViolation):
             frame = None
         if frame is None:
@@ -179,6 +180,12 @@ def _await_call(reader: FrameReader, program: Program, limits: SandboxLimits, in
         results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
         return CRASH
     return OK
+
+
+def digest_allowances(expected_outputs: Sequence[Any]) -> list[float]:
+    """``Program.digest_time_limits`` for a candidate judged against ``expected_outputs``: hashing time only
+    where the expected value itself arrived as a digest (a right answer is then as large)."""
+    return [DIGEST_TIME_S if isinstance(value, Digest) else 0.0 for value in expected_outputs]
 
 
 def _next_call(program: Program, index: int, results: list) -> int:

@@ -48,6 +48,11 @@ class Program:
     the program, e.g. HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when
     given, sees each result and names the next call to run (to stop early on a failure, as
     evalplus does); calls it jumps over are SKIPPED and a fresh worker resumes after the jump.
+    ``digest_time_limits``: per call, how long after the worker says it is hashing a return value too
+    large to send (its "digesting" frame) the result may still come; None gives every call the engine's
+    ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected values that were
+    sent whole gets 0 for those calls (``digest_allowances``): a right answer never needs the time, so
+    a forged "digesting" frame buys nothing.
     """
 
     code: str
@@ -57,6 +62,7 @@ class Program:
     time_limits: Sequence[float] = (3.0,)
     total_time_limit: float | None = None
     next_call: Callable[[int, "CallResult"], int] | None = None
+    digest_time_limits: Sequence[float] | None = None
 
     @property
     def n_calls(self) -> int:

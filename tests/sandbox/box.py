@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from codea1_eval.sandbox.compare import compare_outputs
-from codea1_eval.sandbox.engine import OK, RETURNED, ExecResult, Program, SandboxLimits, run_program
+from codea1_eval.sandbox.engine import OK, RETURNED, ExecResult, Program, SandboxLimits, digest_allowances, run_program
 
 HAVE_BWRAP = shutil.which("bwrap") is not None
 ISOLATIONS = [
@@ -61,9 +61,12 @@ class Sandbox:
         self.before = {p.pid for p in psutil.process_iter()}
 
     def run(self, code: str, calls=INPUTS, entry: str = ENTRY, time_limit: float = TIME_LIMIT,
-            limits: SandboxLimits | None = None, total: float = 40.0, hidden=()) -> ExecResult:
+            limits: SandboxLimits | None = None, total: float = 40.0, hidden=(), expected=None) -> ExecResult:
+        """Run ``code`` on ``calls``; with ``expected`` (the values it will be judged against) the calls get
+        the hashing time that scoring gives them (``digest_allowances``), else the engine's default."""
         program = Program(code, entry, calls=list(calls), time_limits=[time_limit] * len(calls),
-                          total_time_limit=total)
+                          total_time_limit=total,
+                          digest_time_limits=None if expected is None else digest_allowances(expected))
         return run_program(program, limits or self.limits, hidden)
 
     def run_watching(self, code: str, **kwargs) -> tuple[ExecResult, int]:

@@ -76,3 +76,12 @@ def test_input_time_limits_are_evalplus_defaults_times_the_scale():
     truth = GroundTruth(outputs=[1, 2, 3], times=[0.1, 0.5, 0.25], ok=True)
     assert candidate_program(problem, truth, problem.reference).time_limits == [1.0, 2.0, 1.0]
     assert candidate_program(problem, truth, problem.reference, 3.0).time_limits == [3.0, 6.0, 3.0]
+
+
+def test_only_inputs_with_a_digested_expected_value_allow_hashing_time():
+    from codea1_eval.sandbox.engine import DIGEST_TIME_S
+    from codea1_eval.sandbox.values import Digest
+
+    problem = Problem("t/0", "q", "f", "def f(x): return x", inputs=[[1], [2]], n_base=1)
+    truth = GroundTruth(outputs=[1, Digest("list", "ab" * 32)], times=[0.1, 0.1], ok=True)
+    assert candidate_program(problem, truth, problem.reference).digest_time_limits == [0.0, DIGEST_TIME_S]
