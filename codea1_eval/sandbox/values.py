@@ -141,3 +141,27 @@ def parse_frame(raw: bytes) -> dict:
     if not isinstance(frame, dict) or not isinstance(frame.get("k"), str):
         raise ProtocolViolation("frame is not an object with a kind")
     return frame
+
+
+def encode_value(value: Any) -> Any:
+    """The tagged JSON data that ``decode`` reads back into ``value`` (a value the worker sent, decoded:
+    builtins, numpy values, ``Opaque`` and ``Digest``), for records the harness keeps on disk as plain
+    data. Raises ValueError for anything else."""
+    from codea1_eval.sandbox.worker import encode
+
+    if isinstance(value, Digest):
+        return {"$": "digest", "type": value.type_name, "v": value.sha256}
+    if isinstance(value, Opaque):
+        return {"$": "opaque", "type": value.type_name, "repr": value.text}
+    if type(value) is list:
+        return [encode_value(item) for item in value]
+    if type(value) is tuple:
+        return {"$": "tuple", "v": [encode_value(item) for item in value]}
+    if type(value) is dict:
+        return {"$": "dict", "v": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
+    if type(value) in (set, frozenset):
+        return {"$": type(value).__name__, "v": [encode_value(item) for item in value]}
+    encoded = encode(value, budget=[float("inf")])
+    if isinstance(encoded, dict) and encoded.get("$") in ("opaque", "sub"):
+        raise ValueError(f"not a decoded sandbox value: {type(value).__name__}")
+    return encoded
