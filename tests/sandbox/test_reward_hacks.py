@@ -48,6 +48,18 @@ HACKS = [pytest.param(SHADOW_BUILTIN, id="shadow-sum"), pytest.param(PATCH_MODUL
          *[pytest.param("import math\n" + p.values[0], id=p.id) for p in ATTACKS]]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_second_test_functions():
+    """Ground-truth test functions and training's assert calls get 1 s here instead of the product's 6 s
+    and 3 s: the hacks that loop or dodge the alarm are killed either way, and at those limits they made
+    this file take a minute longer."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("codea1_eval.train.step.CALL_TIME_LIMIT_S", 1.0)
+        patch.setattr("codea1_eval.judging.replay.TEST_FUNCTION_TIME_LIMIT_S", 1.0)
+        patch.setattr("codea1_eval.judging.test_functions.TEST_FUNCTION_TIME_LIMIT_S", 1.0)
+        yield
+
+
 @pytest.fixture(scope="module")
 def executor() -> Executor:
     return Executor(SandboxLimits(memory_mb=1024, load_time_limit=5.0), parallel=2)
