@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from codea1_eval.benchmarks.base import Benchmark
@@ -13,6 +13,7 @@ from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.display import progress
 from codea1_eval.results import JsonlAppender, RunDir, read_jsonl
 from codea1_eval.sandbox import ExecResult, Executor, Program
+from codea1_eval.sandbox.landlock import sandbox_facts
 
 
 def ground_truth_stage(run: RunDir, benchmark: Benchmark, executor: Executor, allow_failing_references: bool
@@ -22,7 +23,7 @@ def ground_truth_stage(run: RunDir, benchmark: Benchmark, executor: Executor, al
     Returns the runnable benchmark, the ground truth and the manifest facts (``skipped`` included)."""
     facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
                                            "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                             "sandbox": asdict(executor.limits)}
+                             "sandbox": sandbox_facts(executor.limits, executor.hidden)}
     run.write_manifest({**facts, "status": "running"})
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)

@@ -181,6 +181,10 @@ class BigCodeBenchHarness(Harness):
 
     name = "bigcodebench"
     reference_failure_allowance = None  # references that need what this machine lacks are skipped, as reasons
+    sandbox_grants = ("tcp", "tmp")
+    """bigcodebench's evaluation runs programs with the network and the real /tmp, and its tests rely on
+    both: on the stdlib subset, BigCodeBench/1038 and /1040 start loopback servers, /30 and /785 write fixed
+    paths under /tmp, and their references fail under the full Landlock policy."""
 
     def coder_messages(self, problem: Problem) -> tuple[dict, ...]:
         return chat_messages(problem)

@@ -27,6 +27,9 @@ class Harness:
     """How many tasks' reference solutions may fail here before a run stops (None: any number, each
     skipped with its reason). HumanEval, HumanEval+, MBPP+ and ULT: 0, every canonical solution passes
     through this engine (tests/integration/test_ground_truth.py)."""
+    sandbox_grants: tuple[str, ...] = ()
+    """What this harness's own evaluation lets programs do that the ``process`` level's Landlock stops
+    (``sandbox.landlock.GRANTS``), given back so that its references and verdicts stay the same here."""
 
     def coder_messages(self, problem: "Problem") -> tuple[dict, ...]:
         """The chat a coder is asked for a solution with."""

@@ -156,7 +156,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
 
         parse_model_spec(config.coder)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
-    limits = SandboxLimits(isolation=config.isolation)
+    limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}
     if config.samples is not None:

@@ -20,6 +20,7 @@ from codea1_eval.judging.kinds import kind_of
 from codea1_eval.judging.records import GroundTruth
 from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import Executor
+from codea1_eval.sandbox.landlock import abi_in_force
 from codea1_eval.sandbox.values import ProtocolViolation, decode, encode_value
 
 GROUND_TRUTH_SCHEMA = 4
@@ -34,11 +35,12 @@ def compute_ground_truth(benchmark: Benchmark, executor: Executor,
                          progress: Callable[[int], None] | None = None) -> dict[str, GroundTruth]:
     """Run every reference on its inputs or test script, cached by everything that changes the result:
     the schema, the package version, the dataset's sha256, the selection, and the sandbox limits with
-    the isolation level (a level that cannot run must not reuse another level's results)."""
+    the isolation level with the Landlock ABI in force (a level that cannot run, or a confinement a
+    reference does not survive, must not reuse another's results)."""
     problems = benchmark.problems
     key = hashlib.sha256(
         f"{GROUND_TRUTH_SCHEMA}|{__version__}|{benchmark.sha256}|{'|'.join(p.task_id for p in problems)}"
-        f"|{executor.limits!r}".encode()
+        f"|{executor.limits!r}|landlock {abi_in_force(executor.limits.isolation)}".encode()
     ).hexdigest()[:24]
     path = cache_dir() / "groundtruth" / f"{benchmark.name}-{key}.json"
     cached = _read_cache(path, key, [p.task_id for p in problems])

@@ -28,6 +28,9 @@ class SandboxLimits:
     max_worker_restarts: int = 8
     max_processes: int = 64
     isolation: str = "process"
+    grants: tuple[str, ...] = ()
+    """What a benchmark's own harness lets its programs do that Landlock would stop (``sandbox/landlock.py``:
+    ``tcp``, ``tmp``); empty for every benchmark but BigCodeBench."""
 
     def rlimits(self, cpu_seconds: float) -> dict[str, int]:
         mib = 1024 * 1024

@@ -27,9 +27,23 @@ def print_selftest(rows: list[ClaimResult]) -> None:
     for column in ("level", "resource", "attack", "documented", "observed", "holds", "seconds"):
         table.add_column(column)
     for row in rows:
-        documented = "contained" if row.claim.contained[row.level] else "NOT contained"
+        documented = "contained" if row.documented else "NOT contained"
         observed = (("contained" if row.contained else "not contained") + f" ({row.detail})" if row.evidence
                     else row.detail)
         table.add_row(row.level, row.claim.resource, row.claim.attack, documented, observed,
                       "yes" if row.holds else "NO", f"{row.seconds:.2f}")
-    Console(width=200).print(table)
+    console = Console(width=200)
+    console.print(table)
+    for level, in_force in {row.level: row.in_force for row in rows}.items():
+        console.print(protections_line(level, in_force or {}))
+
+
+def protections_line(level: str, in_force: dict) -> str:
+    """One line naming what contains files, network and signals at ``level`` here, and what is missing."""
+    kinds = ("files", "network", "signals")
+    present = [kind for kind in kinds if in_force.get(kind)]
+    missing = [kind for kind in kinds if not in_force.get(kind)]
+    if not present:
+        return f"{level}: files, network and signals NOT contained ({in_force.get('by')})"
+    line = f"{level}: {', '.join(present)} contained by {in_force.get('by')}"
+    return line + (f"; NOT contained: {', '.join(missing)}" if missing else "")

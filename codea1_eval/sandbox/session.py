@@ -18,6 +18,7 @@ import psutil
 
 from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.isolation import make_isolation
+from codea1_eval.sandbox.landlock import worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, parse_frame
 
@@ -126,7 +127,7 @@ class WorkerSession:
             "calls": list(program.calls) if program.calls is not None else None,
             "script": program.script, "time_limits": list(program.time_limits),
             "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
-            "start": start,
+            "start": start, "landlock": worker_policy(limits.isolation, self.workdir, limits.grants),
         }
         self.stderr = tempfile.TemporaryFile()
         self.cgroup = PidsCgroup.create(limits.max_processes)

@@ -6,6 +6,10 @@ looks at the result and at the world outside the sandbox and says whether the at
 A claim holds when what was observed equals what is documented, in both directions: an attack that
 is documented as not contained but turns out contained is a documentation error too.
 ``codea1-eval sandbox selftest`` runs every claim and prints the table; README's table is this list.
+
+At the ``process`` level some claims hold only with a protection that depends on the kernel (Landlock,
+``sandbox/landlock.py``): such a claim documents the protection's name (``files``, ``network``,
+``signals``) instead of a bool, and is documented contained exactly when that protection is in force.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import psutil
 from codea1_eval.sandbox.compare import compare_outputs
 from codea1_eval.sandbox.engine import (RETURNED, SANDBOX_ERROR, TIMEOUT, ExecResult, Program, SandboxLimits,
                                        run_program)
+from codea1_eval.sandbox.landlock import protections
 
 EXPECTED = 43  # the honest answer to f(42); an attack that is judged passing has fooled the harness
 PROBE_TIME_LIMIT = 1.0
@@ -39,6 +44,7 @@ class World:
     outside_file: Path
     hidden_dir: Path
     secret_file: Path
+    cache_file: Path
     listener: socket.socket
     bystander: subprocess.Popen
 
@@ -60,11 +66,14 @@ class World:
         hidden.mkdir()
         secret = hidden / "reference_solution.py"
         secret.write_text("SECRET = 'expected outputs'\n")
+        cache = root / "cache" / "groundtruth.json"
+        cache.parent.mkdir()
+        cache.write_text('{"expected": [43]}')
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return cls(root, root / "outside.txt", hidden, secret, listener, bystander)
+        return cls(root, root / "outside.txt", hidden, secret, cache, listener, bystander)
 
     def close(self) -> None:
         self.listener.close()
@@ -76,13 +85,19 @@ class World:
 
 @dataclass(frozen=True)
 class Claim:
-    """One line of the threat model: ``contained[level]`` is what the documentation promises."""
+    """One line of the threat model: ``contained[level]`` is what the documentation promises: a bool, or
+    the name of the protection (``sandbox.landlock.protections``) that contains it at that level."""
 
     resource: str
     attack: str
-    contained: dict[str, bool]
+    contained: dict[str, bool | str]
     probe: Callable[[World], str]
     observe: Callable[[ExecResult, World], bool]
+
+    def documented(self, level: str, in_force: dict[str, object]) -> bool:
+        """Whether this claim is documented contained at ``level`` with the protections ``in_force``."""
+        promise = self.contained[level]
+        return bool(in_force.get(promise)) if isinstance(promise, str) else promise
 
     def program(self, world: World) -> Program:
         return Program(self.probe(world), "f", calls=[(42,)], time_limits=[PROBE_TIME_LIMIT], total_time_limit=60)
@@ -149,6 +164,10 @@ def _secret_unread(result: ExecResult, world: World) -> bool:
     return _returned(result) != world.secret_file.read_text()
 
 
+def _cache_unread(result: ExecResult, world: World) -> bool:
+    return _returned(result) != world.cache_file.read_text()
+
+
 def _no_connection(result: ExecResult, world: World) -> bool:
     world.listener.settimeout(0.2)
     try:
@@ -168,7 +187,7 @@ def _bystander_alive(result: ExecResult, world: World) -> bool:
 
 
 BOTH = {"process": True, "bwrap": True}
-BWRAP_ONLY = {"process": False, "bwrap": True}
+FILES, NETWORK, SIGNALS = ({"process": protection, "bwrap": True} for protection in ("files", "network", "signals"))
 
 CLAIMS: list[Claim] = [
     Claim("time", "infinite Python loop", BOTH,
@@ -190,7 +209,7 @@ CLAIMS: list[Claim] = [
                     "            os.setsid()\n            time.sleep(300)\n        os._exit(0)\n"
                     "    time.sleep(0.3)\n    return -1\n",
           _no_process_left),
-    Claim("processes", "SIGKILL a process outside the sandbox", BWRAP_ONLY,
+    Claim("processes", "SIGKILL a process outside the sandbox", SIGNALS,
           lambda w: attempt_code(f"os.kill({w.bystander.pid}, signal.SIGKILL)", "killed", "os, signal"),
           _bystander_alive),
     Claim("files", "file above the size limit (8 MiB)", BOTH,
@@ -200,13 +219,16 @@ CLAIMS: list[Claim] = [
           lambda w: "import os\ndef f(x):\n    open('left.txt', 'w').write('x')\n"
                     "    return os.path.abspath('left.txt')\n",
           _workdir_emptied),
-    Claim("files", "write a file outside the working directory", BWRAP_ONLY,
+    Claim("files", "write a file outside the working directory", FILES,
           lambda w: attempt_code(f"open({str(w.outside_file)!r}, 'w').write('pwned')", "written"),
           _outside_unchanged),
-    Claim("files", "read the hidden dataset folder", BWRAP_ONLY,
+    Claim("files", "read the hidden dataset folder", FILES,
           lambda w: attempt_code(f"return open({str(w.secret_file)!r}).read()"),
           _secret_unread),
-    Claim("network", "TCP connect to a loopback listener", BWRAP_ONLY,
+    Claim("files", "read the harness's cache folder", FILES,
+          lambda w: attempt_code(f"return open({str(w.cache_file)!r}).read()"),
+          _cache_unread),
+    Claim("network", "TCP connect to a loopback listener", NETWORK,
           lambda w: attempt_code(f"socket.create_connection(('127.0.0.1', {w.port}), timeout=0.5).close()",
                                  "connected", "socket"),
           _no_connection),
@@ -239,15 +261,22 @@ class ClaimResult:
     detail: str
     seconds: float
     evidence: bool = True
+    in_force: dict[str, object] | None = None
+
+    @property
+    def documented(self) -> bool:
+        """Whether the claim is documented contained at this level with the protections in force."""
+        return self.claim.documented(self.level, self.in_force or protections(self.level))
 
     @property
     def holds(self) -> bool:
-        return self.evidence and self.contained == self.claim.contained[self.level]
+        return self.evidence and self.contained == self.documented
 
 
 def check_claims(level: str) -> list[ClaimResult]:
     """Run every claim's probe at isolation ``level``; each result says whether the claim holds."""
     limits = SandboxLimits(isolation=level, **PROBE_LIMITS)
+    in_force = protections(level)
     world = World.create()
     previous_tempdir = tempfile.tempdir
     tempfile.tempdir = str(world.workdirs)  # worker dirs go here, so stray processes are found by cwd
@@ -255,16 +284,17 @@ def check_claims(level: str) -> list[ClaimResult]:
     try:
         for claim in CLAIMS:
             started = time.monotonic()
-            result = run_program(claim.program(world), limits, hidden=[world.hidden_dir])
+            result = run_program(claim.program(world), limits, hidden=[world.hidden_dir, world.cache_file.parent])
             seconds = time.monotonic() - started
             if result.status == SANDBOX_ERROR:
                 results.append(ClaimResult(claim, level, False, f"no evidence: {result.error}"[:60], seconds,
-                                           evidence=False))
+                                           evidence=False, in_force=in_force))
                 continue
             contained = claim.observe(result, world) and not fooled(result)
             call = result.calls[0]
             shown = repr(call.value) if call.status == RETURNED else call.error or ""
-            results.append(ClaimResult(claim, level, contained, f"{call.status}: {shown}"[:60], seconds))
+            results.append(ClaimResult(claim, level, contained, f"{call.status}: {shown}"[:60], seconds,
+                                       in_force=in_force))
     finally:
         tempfile.tempdir = previous_tempdir
         world.close()

@@ -5,7 +5,8 @@ imports only the standard library, so it works inside bubblewrap and never impor
 
 Protocol. The parent writes one pickled job to stdin (parent -> child data is trusted):
 ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
-"time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int}``.
+"time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int,
+"landlock": {...} | None}`` (see ``confine``).
 The child answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT
 trusted; the parent validates every frame):
 ``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then one
@@ -145,6 +146,66 @@ def apply_limits(limits):
             pass
 
 
+LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+"""Landlock rights that apply to a file (execute, write, read, truncate, device ioctl); the rest are a folder's."""
+LANDLOCK_READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read a file, read a folder
+LANDLOCK_DEVICE = (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)  # write, read, truncate, ioctl
+LANDLOCK_NO_DEVICE_NODES = ~((1 << 6) | (1 << 11))  # never make character or block devices
+
+
+def confine(policy):
+    """Restrict this process and its future children with Landlock (``policy`` from the harness's
+    ``sandbox/landlock.py``): read ``policy["read"]``, read and write ``policy["devices"]``, everything
+    but device nodes inside ``policy["write"]``; from ABI 4 no TCP bind or connect (unless
+    ``policy["deny_tcp"]`` is false), from ABI 6 no
+    signals or abstract UNIX sockets outside. Raises OSError if the kernel refuses any step, so that a
+    worker promised to be confined never runs a candidate unconfined. Uses ``_ctypes`` directly
+    (``import ctypes`` costs a worker ~5 ms, ``_ctypes`` ~1 ms); every argument is a small
+    non-negative int or a bytes buffer, which it passes as a C int or a pointer."""
+    import _ctypes
+
+    class Function(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+
+    class Libc:
+        _handle = _ctypes.dlopen(None, 0)
+
+    syscall, prctl = Function(("syscall", Libc)), Function(("prctl", Libc))
+
+    def check(result, step):
+        if result < 0:
+            errno = _ctypes.get_errno()
+            raise OSError(errno, f"landlock {step}: {os.strerror(errno)}")
+        return result
+
+    abi = policy["abi"]
+    handled = (1 << (13 if abi == 1 else 14 if abi == 2 else 15 if abi < 5 else 16)) - 1
+    network = 0b11 if abi >= 4 and policy["deny_tcp"] else 0  # bind and connect TCP
+    scoped = 0b11 if abi >= 6 else 0  # abstract UNIX sockets and signals
+    attributes = struct.pack("=QQQ", handled, network, scoped)[:8 if abi < 4 else 16 if abi < 6 else 24]
+    ruleset = check(syscall(444, attributes, len(attributes), 0), "create_ruleset")
+    rules = ([(path, LANDLOCK_READ) for path in policy["read"]]
+             + [(path, LANDLOCK_DEVICE) for path in policy["devices"]]
+             + [(path, handled & LANDLOCK_NO_DEVICE_NODES) for path in policy["write"]])
+    try:
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a folder this machine does not have
+            try:
+                if os.fstat(fd).st_mode & 0o170000 != 0o040000:
+                    rights &= LANDLOCK_FILE_RIGHTS
+                rule = struct.pack("=Qi", rights & handled, fd)
+                check(syscall(445, ruleset, 1, rule, 0), f"add_rule {path}")
+            finally:
+                os.close(fd)
+        check(prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
+        check(syscall(446, ruleset, 0), "restrict_self")
+    finally:
+        os.close(ruleset)
+
+
 def _on_alarm(signum, frame):
     raise CallTimeout()
 
@@ -204,6 +265,8 @@ def main():
     channel = Channel(int(sys.argv[1]))
     job = pickle.load(sys.stdin.buffer)
     _lite_site()
+    if job["landlock"] is not None:
+        confine(job["landlock"])
     _silence_stdio()
     apply_limits(job["limits"])
     signal.signal(signal.SIGALRM, _on_alarm)

@@ -28,6 +28,7 @@ from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
 from codea1_eval.sandbox import SandboxLimits, make_executor
+from codea1_eval.sandbox.landlock import sandbox_facts
 from codea1_eval.train import checkpoints
 from codea1_eval.train.data import TrainProblem, load_train_problems
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
@@ -142,7 +143,8 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     local = replace(config, questions_per_step=config.questions_per_step // ranks.count)
     plans = mode.policies(local)
     out = Path(config.out or "runs/train")
-    facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count}
+    facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count,
+             "sandbox": sandbox_facts(SandboxLimits(isolation=config.isolation))}
     if ranks.is_main:  # opens (or checks) the run dir and drops records of steps after the last checkpoint
         run = RunDir(out, "train", config.identity())
         state = _state(run)

@@ -26,6 +26,7 @@ import psutil
 import pytest
 
 from codea1_eval.sandbox.compare import compare_outputs
+from codea1_eval.sandbox.landlock import protections
 from codea1_eval.sandbox.engine import OK, RETURNED, ExecResult, Program, SandboxLimits, digest_allowances, run_program
 
 HAVE_BWRAP = shutil.which("bwrap") is not None
@@ -57,6 +58,8 @@ class Sandbox:
     def __init__(self, isolation: str, root: Path):
         self.isolation = isolation
         self.root = root
+        self.landlock = protections(isolation) if isolation == "process" else {}
+        """At the process level: which of files, network and signals Landlock contains on this machine."""
         self.limits = SandboxLimits(isolation=isolation, memory_mb=1024, load_time_limit=5.0)
         self.before = {p.pid for p in psutil.process_iter()}
 

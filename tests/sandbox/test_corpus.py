@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from codea1_eval.sandbox.landlock import protections
 from codea1_eval.sandbox.threat_model import attempt_code
 from codea1_eval.sandbox.engine import (
     ERROR, LOAD_TIMEOUT, OK, RETURNED, TIMEOUT, CRASH, Executor, Program,
@@ -239,7 +240,9 @@ def test_write_outside_the_workdir(sandbox, write_target):
     value = _attempt(sandbox, f"open({str(write_target)!r}, 'w').write('import os')")
     if sandbox.isolation == "bwrap":  # blocked: the root is read-only
         assert value == errno.EROFS and not write_target.exists()
-    else:  # documented: the process level does not stop writes where the user may write
+    elif sandbox.landlock["files"]:  # Landlock: writes only inside the working directory
+        assert value == errno.EACCES and not write_target.exists()
+    else:  # documented: without Landlock the process level does not stop writes where the user may write
         assert value == "done" and write_target.read_text() == "import os"
     sandbox.assert_contained()
 
@@ -251,13 +254,17 @@ def test_fill_tmp(sandbox):
         value = _returns(sandbox, dedent_code(f"""
             import os
             def add(a, b):
-                with open('/tmp/{name}', 'wb') as out:
-                    out.write(b'0' * 4 * 2**20)
+                try:
+                    with open('/tmp/{name}', 'wb') as out:
+                        out.write(b'0' * 4 * 2**20)
+                except OSError as exc:
+                    return exc.errno
                 return os.path.getsize('/tmp/{name}')
         """))
-        assert value == 4 * 2**20
-        # bwrap: a private tmpfs that dies with the worker; process: the real /tmp (documented)
-        assert target.exists() == (sandbox.isolation == "process")
+        # bwrap: a private tmpfs that dies with the worker; process: refused by Landlock, else the real
+        # /tmp (documented)
+        assert value == (errno.EACCES if sandbox.landlock.get("files") else 4 * 2**20)
+        assert target.exists() == (sandbox.isolation == "process" and not sandbox.landlock["files"])
     finally:
         target.unlink(missing_ok=True)
     sandbox.assert_contained()
@@ -267,8 +274,10 @@ def test_read_a_file_of_the_harness(sandbox, tmp_path):
     secret = tmp_path / "expected_outputs.json"
     secret.write_text("[3, 2]")
     value = _attempt(sandbox, f"return open({str(secret)!r}).read()")
-    # bwrap: the harness's /tmp is not visible (dataset and cache folders are hidden: test_hack_proofing)
-    assert value == (errno.ENOENT if sandbox.isolation == "bwrap" else "[3, 2]")
+    # bwrap: the harness's /tmp is not visible (dataset and cache folders are hidden: test_hack_proofing);
+    # Landlock: nothing outside the interpreter's and the system's folders is readable
+    assert value == (errno.ENOENT if sandbox.isolation == "bwrap" else errno.EACCES if sandbox.landlock["files"]
+                     else "[3, 2]")
     sandbox.assert_contained()
 
 
@@ -279,11 +288,12 @@ def test_connect_to_a_loopback_listener(sandbox):
         listener.settimeout(0.5)
         value = _attempt(sandbox, f"socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), "
                                   "timeout=0.5).close()", "connected", "socket")
-        if sandbox.isolation == "bwrap":  # own network namespace: nothing listens on its loopback
-            assert value == errno.ECONNREFUSED
+        if sandbox.isolation == "bwrap" or sandbox.landlock["network"]:
+            # own network namespace: nothing listens on its loopback; Landlock: no TCP connect at all
+            assert value == (errno.ECONNREFUSED if sandbox.isolation == "bwrap" else errno.EACCES)
             with pytest.raises(socket.timeout):
                 listener.accept()
-        else:  # documented: no network isolation at the process level
+        else:  # documented: no network isolation at the process level without Landlock ABI >= 4
             assert value == "connected"
             listener.accept()[0].close()
     sandbox.assert_contained()
@@ -295,6 +305,8 @@ def test_kill_a_sibling_process(sandbox):
         value = _attempt(sandbox, f"os.kill({sibling.pid}, signal.SIGKILL)", "killed", "os, signal")
         if sandbox.isolation == "bwrap":  # own PID namespace: the pid does not exist in there
             assert value == errno.ESRCH and sibling.poll() is None
+        elif sandbox.landlock["signals"]:  # Landlock ABI >= 6: no signals outside the sandbox
+            assert value == errno.EPERM and sibling.poll() is None
         else:  # documented: signals to the user's other processes are not contained
             assert value == "killed" and sibling.wait(5) == -signal.SIGKILL
     finally:
@@ -314,12 +326,16 @@ KILL_THE_PARENT = textwrap.dedent("""
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_kill_the_harness(isolation, tmp_path):
-    """Run in a throw-away harness process: at the process level the attack succeeds (documented)."""
+    """Run in a throw-away harness process: at the process level without Landlock ABI >= 6 the attack
+    succeeds (documented)."""
     harness = subprocess.run([sys.executable, "-c", KILL_THE_PARENT, isolation], capture_output=True,
                              text=True, timeout=60, cwd=tmp_path)
     if isolation == "bwrap":  # the worker's parent is bubblewrap's init, which ignores the signal
         assert harness.returncode == 0, harness.stderr
         assert harness.stdout.strip() == '["returned", -1]'
+    elif protections(isolation)["signals"]:  # Landlock: the worker cannot signal its parent
+        assert harness.returncode == 0, harness.stderr
+        assert harness.stdout.strip() == '["error", null]'
     else:
         assert harness.returncode == -signal.SIGKILL
 

@@ -225,6 +225,9 @@ ATTACKS = [
 @pytest.mark.parametrize("code, program_status, call_status, error_part, value_check", ATTACKS)
 def test_attack_is_judged_failed_and_contained(sandbox, code, program_status, call_status, error_part,
                                                value_check):
+    if code is PATCH_COMPARISON_HELPERS and sandbox.landlock.get("files"):
+        # Landlock: a worker cannot read the harness's package, so this attack does not even load
+        program_status, call_status, error_part, value_check = LOAD_ERROR, ERROR, "PermissionError", _nothing
     original_compare = compare_module.compare_outputs
     started = time.monotonic()
     result = sandbox.run(code)

@@ -4,27 +4,52 @@ from __future__ import annotations
 
 import pytest
 
+from codea1_eval.sandbox.landlock import kernel_abi, protections
+from codea1_eval.sandbox.selftest import protections_line
 from codea1_eval.sandbox.threat_model import CLAIMS, check_claims
 
 from .box import ISOLATIONS
 
 pytestmark = pytest.mark.timeout(180)
 
-NOT_CONTAINED_BY_PROCESS = {
-    "SIGKILL a process outside the sandbox", "write a file outside the working directory",
-    "read the hidden dataset folder", "TCP connect to a loopback listener",
+LANDLOCK_CONTAINS = {
+    "files": {"write a file outside the working directory", "read the hidden dataset folder",
+              "read the harness's cache folder"},
+    "network": {"TCP connect to a loopback listener"},
+    "signals": {"SIGKILL a process outside the sandbox"},
 }
+"""At the process level these attacks are contained only by Landlock, each by the protection named."""
+WITHOUT_LANDLOCK = set().union(*LANDLOCK_CONTAINS.values())
 
 
-def test_the_documented_gaps_are_exactly_the_process_level_escapes():
-    assert {c.attack for c in CLAIMS if not c.contained["process"]} == NOT_CONTAINED_BY_PROCESS
-    assert all(c.contained["bwrap"] for c in CLAIMS)
+def test_the_documented_gaps_are_exactly_what_landlock_contains():
+    assert {c.attack: c.contained["process"] for c in CLAIMS if c.contained["process"] is not True} == {
+        attack: protection for protection, attacks in LANDLOCK_CONTAINS.items() for attack in attacks}
+    assert all(c.contained["bwrap"] is True for c in CLAIMS)
     assert {c.resource for c in CLAIMS} == {"time", "memory", "processes", "files", "network", "verdict"}
+
+
+def test_this_machine_has_landlock_with_network_and_signal_scoping():
+    """The CI machine's kernel (6.x, ABI 7): the default level contains files, network and signals."""
+    assert kernel_abi() >= 6
+    assert protections("process") == {"landlock_abi": kernel_abi(), "files": True, "network": True, "signals": True,
+                                      "by": f"landlock ABI {kernel_abi()}"}
 
 
 @pytest.mark.parametrize("level", ISOLATIONS)
 def test_every_claim_holds(level):
     results = check_claims(level)
     assert [(r.claim.attack, r.holds) for r in results] == [(c.attack, True) for c in CLAIMS]
-    observed_escapes = {r.claim.attack for r in results if not r.contained}
-    assert observed_escapes == (NOT_CONTAINED_BY_PROCESS if level == "process" else set())
+    assert {r.claim.attack for r in results if not r.contained} == set()  # this kernel has Landlock ABI >= 6
+
+
+def test_with_landlock_switched_off_the_claims_say_what_is_missing(monkeypatch):
+    monkeypatch.setenv("CODEA1_LANDLOCK", "off")
+    in_force = protections("process")
+    assert (in_force["landlock_abi"], in_force["files"], in_force["network"], in_force["signals"]) == (0, False, False,
+                                                                                                       False)
+    results = check_claims("process")
+    assert all(r.holds for r in results)
+    assert {r.claim.attack for r in results if not r.contained} == WITHOUT_LANDLOCK
+    assert protections_line("process", in_force) == (
+        "process: files, network and signals NOT contained (nothing: landlock switched off (CODEA1_LANDLOCK=off))")

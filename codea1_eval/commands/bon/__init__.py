@@ -54,7 +54,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     for _, model in pseudo:
         if model is not None:
             model.check(benchmark)
-    limits = SandboxLimits(isolation=config.isolation)
+    limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
                                                              "dataset_sha256": benchmark.sha256}, config.overwrite)

@@ -112,7 +112,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
     if tester is not None:
         tester.check(benchmark)
     sample_ids = _sample_ids(config, benchmark)
-    limits = SandboxLimits(isolation=config.isolation)
+    limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     run = RunDir(config.out or config.default_out(), "mul", {**config.identity(), "dataset_sha256": benchmark.sha256},
                  config.overwrite)

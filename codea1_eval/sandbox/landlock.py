@@ -1,0 +1,137 @@
+"""Landlock at the ``process`` level: what a worker may touch once it restricts itself, and what is in force.
+
+Linux's Landlock needs no root and no namespaces, so it works in unprivileged containers where
+bubblewrap cannot. Before any candidate code runs, a ``process``-level worker applies the policy built
+here (``worker_policy``; the worker's ``confine`` makes the system calls): it may write only inside its
+working directory (and the shared-memory folder that Python's multiprocessing locks need), read only the
+interpreter's folders and the system's (``/usr``, ``/lib``, ``/etc`` without its secrets, ``/proc``,
+``/sys``), so the data, cache and run folders are unreadable; with ABI >= 4 it can neither connect nor
+bind a TCP socket, and with ABI >= 6 it cannot signal a process outside the sandbox or reach an
+abstract UNIX socket outside it. The highest ABI the kernel offers is used; on a kernel without
+Landlock, or with ``CODEA1_LANDLOCK=off``, the worker runs as before, and ``protections`` (in the run
+manifest and ``sandbox selftest``) says which protections were missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from codea1_eval.errors import UserError
+from codea1_eval.sandbox.records import SandboxLimits
+
+SWITCH = "CODEA1_LANDLOCK"
+"""Environment switch: ``off`` runs ``process``-level workers without Landlock (``auto``, the default: the
+highest ABI the kernel offers)."""
+
+NETWORK_ABI, SCOPE_ABI = 4, 6
+"""The first Landlock ABIs that restrict TCP bind/connect, and signals with abstract UNIX sockets."""
+
+SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc", "/sys")
+ETC_READABLE = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "passwd",
+                "group", "nsswitch.conf", "host.conf", "hosts", "resolv.conf", "gai.conf", "protocols", "services",
+                "mime.types", "magic", "magic.mime", "ssl/certs", "ca-certificates", "ca-certificates.conf",
+                "os-release", "lsb-release", "debian_version", "locale.alias", "fonts", "matplotlibrc", "xdg")
+"""What of ``/etc`` a worker may read: what the dynamic loader, time zones, user and host lookups, MIME
+types, TLS certificates, platform, locale and fonts read. Each is one rule a worker adds at start (about
+12 us), so this is a list, not ``/etc`` minus its secrets (135 entries here; ``shadow`` is readable by root)."""
+GRANTS = {"tcp": "TCP bind and connect", "tmp": "reads and writes anywhere in /tmp"}
+"""What a benchmark's harness may grant its programs back (``SandboxLimits.grants``) when its own
+evaluation allows it and its tests rely on it: BigCodeBench's tests start loopback servers and write
+fixed paths under ``/tmp``."""
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+SHARED_MEMORY = "/dev/shm"
+
+
+def _kernel_abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none). One system call, no privileges."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        version = libc.syscall(ctypes.c_long(444), None, ctypes.c_long(0), ctypes.c_long(1))  # landlock_create_ruleset
+    except (OSError, AttributeError):
+        return 0
+    return max(0, int(version))
+
+
+@functools.cache
+def kernel_abi() -> int:
+    """The kernel's Landlock ABI (0 without Landlock), computed once per process."""
+    return _kernel_abi() if os.uname().sysname == "Linux" else 0
+
+
+def abi_in_force(isolation: str) -> int:
+    """The Landlock ABI a worker at ``isolation`` restricts itself with: 0 at ``bwrap`` (its namespaces
+    contain the same), with ``CODEA1_LANDLOCK=off``, or on a kernel without Landlock."""
+    setting = os.environ.get(SWITCH, "auto").strip().lower()
+    if setting not in ("auto", "off"):
+        raise UserError(f"{SWITCH}={setting!r}: use auto (the default) or off")
+    if isolation != "process" or setting == "off":
+        return 0
+    return kernel_abi()
+
+
+def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]:
+    """Which protections workers at ``isolation`` have on this machine, for manifests and the selftest:
+    ``files`` (writes outside the working directory, reads of the data, cache and run folders),
+    ``network`` (TCP connect and bind), ``signals`` (signals and abstract UNIX sockets outside the sandbox);
+    a ``grants`` entry (``GRANTS``) gives one back at the process level."""
+    if isolation == "bwrap":
+        return {"landlock_abi": 0, "files": True, "network": True, "signals": True, "by": "bwrap namespaces"}
+    abi = abi_in_force(isolation)
+    if abi:
+        by = f"landlock ABI {abi}" + "".join(f"; granted: {GRANTS[grant]}" for grant in grants)
+    elif os.environ.get(SWITCH, "auto").strip().lower() == "off":
+        by = f"nothing: landlock switched off ({SWITCH}=off)"
+    else:
+        by = "nothing: this kernel has no landlock"
+    return {"landlock_abi": abi, "files": abi >= 1 and "tmp" not in grants,
+            "network": abi >= NETWORK_ABI and "tcp" not in grants, "signals": abi >= SCOPE_ABI, "by": by}
+
+
+@functools.cache
+def readable_folders() -> tuple[str, ...]:
+    """What a confined worker may read (and execute): the system's folders, part of ``/etc`` and the
+    interpreter's own folders (its prefixes, standard library and site-packages), those that exist,
+    without one that lies inside another (a rule covers everything beneath it)."""
+    from codea1_eval.sandbox.isolation import interpreter_paths
+
+    candidates = [*SYSTEM_FOLDERS, *(f"/etc/{name}" for name in ETC_READABLE), *map(str, interpreter_paths())]
+    existing = [Path(path) for path in dict.fromkeys(candidates) if os.path.exists(path)]
+    return tuple(str(path) for path in existing
+                 if not any(other != path and path.is_relative_to(other) for other in existing))
+
+
+def worker_policy(isolation: str, workdir: Path, grants: Sequence[str] = ()) -> dict | None:
+    """The job's ``landlock`` entry for a worker in ``workdir`` (None: the worker does not confine itself)."""
+    abi = abi_in_force(isolation)
+    if not abi:
+        return None
+    unknown = sorted(set(grants) - set(GRANTS))
+    if unknown:
+        raise ValueError(f"unknown sandbox grants {unknown}; known: {sorted(GRANTS)}")
+    return {"abi": abi, "read": list(readable_folders()), "devices": list(DEVICES),
+            "write": [str(workdir), SHARED_MEMORY, *(["/tmp"] if "tmp" in grants else [])],
+            "deny_tcp": "tcp" not in grants}
+
+
+def readable_private_paths(hidden: Sequence[Path], isolation: str, grants: Sequence[str] = ()) -> list[Path]:
+    """The private ``hidden`` paths (data, cache) a worker at ``isolation`` could still read: none at
+    ``bwrap``; with Landlock those inside a readable folder (or ``/tmp`` when granted); without it, all."""
+    if isolation == "bwrap":
+        return []
+    if not abi_in_force(isolation):
+        return list(hidden)
+    roots = [Path(folder) for folder in [*readable_folders(), *(["/tmp"] if "tmp" in grants else [])]]
+    return [path for path in hidden if any(Path(path).resolve().is_relative_to(root) for root in roots)]
+
+
+def sandbox_facts(limits: SandboxLimits, hidden: Sequence[Path] = ()) -> dict[str, object]:
+    """A run manifest's ``sandbox`` entry: the limits, and which protections were in force."""
+    private = readable_private_paths(hidden, limits.isolation, limits.grants)
+    return {**asdict(limits), "protections": {**protections(limits.isolation, limits.grants),
+                                              "readable_private_paths": [str(path) for path in private]}}

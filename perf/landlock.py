@@ -1,0 +1,83 @@
+#!/usr/bin/env python
+"""What Landlock costs a sandbox worker: the confinement alone, and whole workers with and without it.
+
+Two measurements in one run, on this machine's kernel:
+
+  confine   ``worker.confine(policy)`` timed inside a fresh ``python -I -S`` (as a worker starts), with the
+            policy a worker gets (``landlock.worker_policy``): ``_ctypes`` set-up, one rule per readable
+            folder, ``restrict_self``. Median over ``--repeat`` interpreters.
+  worker    the engine running a trivial program (``def f(x): return x + 1``, one call), one worker at a
+            time, ``--repeat`` times each way, alternating ``CODEA1_LANDLOCK=off`` and ``auto`` so that
+            both see the same machine; median wall time per worker and the difference.
+
+Target (issue 27): the confinement adds under 1 ms per worker.
+
+Usage: python perf/landlock.py [--repeat 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from codea1_eval.sandbox import Program, SandboxLimits
+from codea1_eval.sandbox.engine import run_program
+from codea1_eval.sandbox.landlock import kernel_abi, worker_policy
+
+WORKER_DIR = Path(__file__).resolve().parents[1] / "codea1_eval" / "sandbox"
+TIMED_CONFINE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import worker
+policy = json.loads(sys.argv[2])
+started = time.perf_counter()
+worker.confine(policy)
+print(time.perf_counter() - started)
+"""
+
+
+def confine_seconds(repeat: int) -> list[float]:
+    with tempfile.TemporaryDirectory() as workdir:
+        policy = json.dumps(worker_policy("process", Path(workdir)))
+        return [float(subprocess.run([sys.executable, "-I", "-S", "-c", TIMED_CONFINE, str(WORKER_DIR), policy],
+                                     capture_output=True, text=True, check=True).stdout) for _ in range(repeat)]
+
+
+def worker_seconds(repeat: int) -> dict[str, list[float]]:
+    program = Program("def f(x):\n    return x + 1\n", "f", calls=[(1,)], time_limits=[1.0])
+    seconds: dict[str, list[float]] = {"off": [], "auto": []}
+    for _ in range(repeat):
+        for setting in seconds:
+            os.environ["CODEA1_LANDLOCK"] = setting
+            started = time.perf_counter()
+            result = run_program(program, SandboxLimits())
+            seconds[setting].append(time.perf_counter() - started)
+            assert result.calls[0].value == 2, result
+    os.environ.pop("CODEA1_LANDLOCK")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=40)
+    args = parser.parse_args()
+    if not kernel_abi():
+        sys.exit("this kernel has no Landlock: nothing to measure")
+    confine = statistics.median(confine_seconds(args.repeat)) * 1e3
+    workers = {setting: statistics.median(values) * 1e3 for setting, values in worker_seconds(args.repeat).items()}
+    print(f"landlock ABI {kernel_abi()}, {len(worker_policy('process', Path('/tmp'))['read'])} readable folders")
+    print(f"confine (inside a fresh worker, median of {args.repeat}): {confine:.3f} ms   target < 1 ms: "
+          f"{'met' if confine < 1 else 'MISSED'}")
+    print(f"whole worker, median of {args.repeat}: off {workers['off']:.2f} ms, landlock {workers['auto']:.2f} ms, "
+          f"difference {workers['auto'] - workers['off']:+.2f} ms (ratio {workers['auto'] / workers['off']:.3f})")
+
+
+if __name__ == "__main__":
+    main()

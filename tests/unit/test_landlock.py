@@ -1,0 +1,74 @@
+"""What the harness asks of Landlock: the level and switch that decide it, the worker's policy, the facts a
+manifest records. (The confinement itself is proven by real workers in tests/sandbox.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codea1_eval.errors import UserError
+from codea1_eval.sandbox import SandboxLimits
+from codea1_eval.sandbox.landlock import (abi_in_force, kernel_abi, protections, readable_folders,
+                                          readable_private_paths, sandbox_facts, worker_policy)
+
+
+def test_the_process_level_uses_the_kernels_abi_and_bwrap_none(monkeypatch):
+    monkeypatch.delenv("CODEA1_LANDLOCK", raising=False)
+    assert (abi_in_force("process"), abi_in_force("bwrap")) == (kernel_abi(), 0)
+    monkeypatch.setenv("CODEA1_LANDLOCK", "off")
+    assert abi_in_force("process") == 0 and worker_policy("process", Path("/tmp/w")) is None
+
+
+def test_an_unknown_switch_value_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv("CODEA1_LANDLOCK", "maybe")
+    with pytest.raises(UserError, match=r"CODEA1_LANDLOCK='maybe': use auto \(the default\) or off"):
+        abi_in_force("process")
+
+
+def test_the_worker_policy_writes_only_its_workdir_and_reads_no_secret(monkeypatch):
+    monkeypatch.delenv("CODEA1_LANDLOCK", raising=False)
+    policy = worker_policy("process", Path("/tmp/codea1_sbx_x"))
+    assert policy["abi"] == kernel_abi() and policy["write"] == ["/tmp/codea1_sbx_x", "/dev/shm"]
+    assert policy["devices"] == ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+    read = [Path(path) for path in policy["read"]]
+    assert Path("/usr") in read and Path("/etc/passwd") in read
+    assert not any(Path("/etc/shadow").is_relative_to(path) or Path("/root/.cache").is_relative_to(path)
+                   or Path("/tmp").is_relative_to(path) for path in read)
+    # no folder inside another: each is one rule a worker adds at start
+    assert not any(a != b and a.is_relative_to(b) for a in read for b in read)
+    assert policy["read"] == list(readable_folders())
+
+
+def test_private_paths_a_worker_could_still_read(monkeypatch):
+    monkeypatch.delenv("CODEA1_LANDLOCK", raising=False)
+    inside, outside = Path("/usr/share/codea1-data"), Path("/root/.cache/codea1-eval")
+    assert readable_private_paths([inside, outside], "process") == [inside]
+    assert readable_private_paths([inside, outside], "bwrap") == []
+    monkeypatch.setenv("CODEA1_LANDLOCK", "off")
+    assert readable_private_paths([inside, outside], "process") == [inside, outside]
+
+
+def test_manifest_facts_name_what_was_missing(monkeypatch):
+    monkeypatch.setenv("CODEA1_LANDLOCK", "off")
+    facts = sandbox_facts(SandboxLimits(), [Path("/data")])
+    assert (facts["isolation"], facts["memory_mb"], facts["grants"]) == ("process", 4096, ())
+    assert facts["protections"] == {"landlock_abi": 0, "files": False, "network": False, "signals": False,
+                                    "by": "nothing: landlock switched off (CODEA1_LANDLOCK=off)",
+                                    "readable_private_paths": ["/data"]}
+    assert protections("bwrap") == {"landlock_abi": 0, "files": True, "network": True, "signals": True,
+                                    "by": "bwrap namespaces"}
+
+
+def test_a_benchmarks_grants_give_back_tcp_and_tmp(monkeypatch):
+    monkeypatch.delenv("CODEA1_LANDLOCK", raising=False)
+    policy = worker_policy("process", Path("/tmp/codea1_sbx_x"), ("tcp", "tmp"))
+    assert policy["write"] == ["/tmp/codea1_sbx_x", "/dev/shm", "/tmp"] and policy["deny_tcp"] is False
+    assert worker_policy("process", Path("/tmp/w"))["deny_tcp"] is True
+    in_force = protections("process", ("tcp", "tmp"))
+    assert (in_force["files"], in_force["network"], in_force["signals"]) == (False, False, True)
+    assert in_force["by"] == (f"landlock ABI {kernel_abi()}; granted: TCP bind and connect; "
+                              "granted: reads and writes anywhere in /tmp")
+    assert readable_private_paths([Path("/tmp/ci-cache")], "process", ("tmp",)) == [Path("/tmp/ci-cache")]
+    with pytest.raises(ValueError, match=r"unknown sandbox grants \['udp'\]"):
+        worker_policy("process", Path("/tmp/w"), ("udp",))
