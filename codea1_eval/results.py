@@ -188,6 +188,10 @@ class RunDir:
     def file(self, name: str) -> Path:
         return self.path / name
 
+    def recorded(self, key: str) -> Any:
+        """What the manifest of the session this one resumes said under ``key`` (None for a new run)."""
+        return self._recorded.get(key)
+
     @contextmanager
     def outcome_recorded(self) -> Iterator[None]:
         """Around a command's work: when it raises, the manifest's status becomes ``interrupted``

@@ -23,7 +23,7 @@ def ground_truth_stage(run: RunDir, benchmark: Benchmark, executor: Executor, al
     Returns the runnable benchmark, the ground truth and the manifest facts (``skipped`` included)."""
     facts: dict[str, Any] = {"benchmark": {"name": benchmark.name, "source": benchmark.source,
                                            "sha256": benchmark.sha256, "tasks": len(benchmark.problems)},
-                             "sandbox": sandbox_facts(executor.limits, executor.hidden)}
+                             "sandbox": sandbox_facts(executor.limits, executor.hidden, run.recorded("sandbox"))}
     run.write_manifest({**facts, "status": "running"})
     with progress("ground truth", len(benchmark.problems)) as advance:
         truth = compute_ground_truth(benchmark, executor, advance)

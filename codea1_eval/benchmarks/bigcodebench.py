@@ -181,10 +181,11 @@ class BigCodeBenchHarness(Harness):
 
     name = "bigcodebench"
     reference_failure_allowance = None  # references that need what this machine lacks are skipped, as reasons
-    sandbox_grants = ("tcp", "tmp")
-    """bigcodebench's evaluation runs programs with the network and the real /tmp, and its tests rely on
-    both: on the stdlib subset, BigCodeBench/1038 and /1040 start loopback servers, /30 and /785 write fixed
-    paths under /tmp, and their references fail under the full Landlock policy."""
+    sandbox_grants = ("tcp", "tmp", "shm")
+    """bigcodebench's evaluation runs programs with the network, the real /tmp and /dev/shm, and its tests
+    rely on them: on the stdlib subset, BigCodeBench/1038 and /1040 start loopback servers, /30 and /785
+    write fixed paths under /tmp (their references fail under the full Landlock policy), and tasks use
+    multiprocessing, whose locks live in /dev/shm."""
 
     def coder_messages(self, problem: Problem) -> tuple[dict, ...]:
         return chat_messages(problem)

@@ -10,22 +10,33 @@ one of its nodes) and ``ray://HOST:PORT`` (Ray Client). Every node needs codea1-
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from codea1_eval.errors import SandboxError, UserError
 from codea1_eval.registry import Registry
-from codea1_eval.sandbox.engine import (RETURNED, ExecResult, Executor, Program, SandboxLimits, require_sandbox,
-                                       run_program)
+from codea1_eval.sandbox.engine import (CRASH, RETURNED, SANDBOX_ERROR, CallResult, ExecResult, Executor, Program,
+                                       SandboxLimits, require_sandbox, run_program)
+from codea1_eval.sandbox.landlock import abi_in_force
 
 RAY_INSTALL = "pip install 'codea1-eval[ray]'"
 RAY_BATCH = 8
 """Programs per Ray task: large enough to amortise a task's overhead, small enough to balance nodes."""
 
 
-def _run_batch(programs: list[Program], limits: SandboxLimits, hidden: list[Path]) -> list[ExecResult]:
+def _run_batch(programs: list[Program], limits: SandboxLimits, hidden: list[Path], landlock_abi: int
+               ) -> list[ExecResult]:
     """A Ray task: the programs of one batch, one after another, through the node's own engine (the
-    driver checks each result with ``require_sandbox``)."""
+    driver checks each result with ``require_sandbox``). A node whose workers would get a lower Landlock
+    ABI than the driver's (an older kernel, ``CODEA1_LANDLOCK`` set otherwise) runs nothing: the run's
+    manifest records the driver's protections."""
+    node_abi = abi_in_force(limits.isolation)
+    if node_abi < landlock_abi:
+        error = (f"node {platform.node()} has Landlock ABI {node_abi} at the '{limits.isolation}' level, "
+                 f"below the driver's {landlock_abi}")
+        return [ExecResult(SANDBOX_ERROR, [CallResult(CRASH, error=error)] * program.n_calls, error)
+                for program in programs]
     return [run_program(program, limits, hidden) for program in programs]
 
 
@@ -53,7 +64,7 @@ class RayExecutor(Executor):
         pending = {}
         for start in range(0, len(programs), RAY_BATCH):
             batch = programs[start:start + RAY_BATCH]
-            pending[self._task.remote(batch, self.limits, self.hidden)] = start
+            pending[self._task.remote(batch, self.limits, self.hidden, abi_in_force(self.limits.isolation))] = start
         while pending:
             (done,), _ = ray.wait(list(pending), num_returns=1)
             start = pending.pop(done)

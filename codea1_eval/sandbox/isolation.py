@@ -14,9 +14,12 @@ from codea1_eval.registry import Registry
 
 
 class ProcessIsolation:
-    """Fresh interpreter in its own session, scrubbed env, temp cwd, rlimits, killed as a group.
+    """Fresh interpreter in its own session, scrubbed env, temp cwd, rlimits, killed as a group, and
+    Landlock where the kernel has it.
 
-    Contains CPU time, memory, file sizes, open files, wall time and stray descendants. Does NOT
+    Contains CPU time, memory, file sizes, open files, wall time and stray descendants; with Landlock
+    (``sandbox/landlock.py``) also reads and writes outside the interpreter's, the system's and its own
+    folders, TCP (ABI >= 4), and signals outside the sandbox (ABI >= 6). Without Landlock it does NOT
     stop reads of readable files, writes where the user may write, or network access.
     """
 

@@ -5,11 +5,13 @@ bubblewrap cannot. Before any candidate code runs, a ``process``-level worker ap
 here (``worker_policy``; the worker's ``confine`` makes the system calls): it may write only inside its
 working directory (and the shared-memory folder that Python's multiprocessing locks need), read only the
 interpreter's folders and the system's (``/usr``, ``/lib``, ``/etc`` without its secrets, ``/proc``,
-``/sys``), so the data, cache and run folders are unreadable; with ABI >= 4 it can neither connect nor
-bind a TCP socket, and with ABI >= 6 it cannot signal a process outside the sandbox or reach an
-abstract UNIX socket outside it. The highest ABI the kernel offers is used; on a kernel without
-Landlock, or with ``CODEA1_LANDLOCK=off``, the worker runs as before, and ``protections`` (in the run
-manifest and ``sandbox selftest``) says which protections were missing.
+``/sys``), so the data, cache and run folders are unreadable; with ABI >= 3 it cannot truncate a
+file outside either; with ABI >= 4 it can neither connect nor bind a TCP socket, and with ABI >= 6 it
+cannot signal a process outside the sandbox or reach an abstract UNIX socket outside it. The highest
+ABI the kernel offers is used; on a kernel without Landlock, or with ``CODEA1_LANDLOCK=off``, the worker
+runs as before, and ``protections`` (in the run manifest and ``sandbox selftest``) says which
+protections were missing. Not covered at any ABI: UDP, UNIX sockets with a path, and, for a worker
+running as root, what its capabilities allow (raw sockets, chmod and chown of any file).
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from codea1_eval.errors import UserError
 from codea1_eval.sandbox.records import SandboxLimits
 
 SWITCH = "CODEA1_LANDLOCK"
-"""Environment switch: ``off`` runs ``process``-level workers without Landlock (``auto``, the default: the
-highest ABI the kernel offers)."""
+"""Environment switch: ``auto`` (the default: the highest ABI the kernel offers), ``off`` (no Landlock), or
+an ABI number at most the kernel's (what users on an older kernel get)."""
 
-NETWORK_ABI, SCOPE_ABI = 4, 6
-"""The first Landlock ABIs that restrict TCP bind/connect, and signals with abstract UNIX sockets."""
+TRUNCATE_ABI, NETWORK_ABI, SCOPE_ABI = 3, 4, 6
+"""The first Landlock ABIs that restrict truncate, TCP bind/connect, and signals with abstract UNIX sockets."""
 
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc", "/sys")
 ETC_READABLE = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "passwd",
@@ -38,12 +40,14 @@ ETC_READABLE = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "lo
 """What of ``/etc`` a worker may read: what the dynamic loader, time zones, user and host lookups, MIME
 types, TLS certificates, platform, locale and fonts read. Each is one rule a worker adds at start (about
 12 us), so this is a list, not ``/etc`` minus its secrets (135 entries here; ``shadow`` is readable by root)."""
-GRANTS = {"tcp": "TCP bind and connect", "tmp": "reads and writes anywhere in /tmp"}
+GRANTS = {"tcp": "TCP bind and connect", "tmp": "reads and writes anywhere in /tmp",
+          "shm": "reads and writes in /dev/shm (multiprocessing locks and queues)"}
 """What a benchmark's harness may grant its programs back (``SandboxLimits.grants``) when its own
-evaluation allows it and its tests rely on it: BigCodeBench's tests start loopback servers and write
-fixed paths under ``/tmp``."""
+evaluation allows it and its tests rely on it: BigCodeBench's tests start loopback servers, write fixed
+paths under ``/tmp`` and use multiprocessing, whose locks live in ``/dev/shm`` (shared by every process
+of the machine, so not granted by default)."""
+GRANTED_FOLDERS = {"tmp": "/tmp", "shm": "/dev/shm"}
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-SHARED_MEMORY = "/dev/shm"
 
 
 def _kernel_abi() -> int:
@@ -68,20 +72,22 @@ def abi_in_force(isolation: str) -> int:
     """The Landlock ABI a worker at ``isolation`` restricts itself with: 0 at ``bwrap`` (its namespaces
     contain the same), with ``CODEA1_LANDLOCK=off``, or on a kernel without Landlock."""
     setting = os.environ.get(SWITCH, "auto").strip().lower()
-    if setting not in ("auto", "off"):
-        raise UserError(f"{SWITCH}={setting!r}: use auto (the default) or off")
+    if setting not in ("auto", "off") and not (setting.isdigit() and 1 <= int(setting) <= kernel_abi()):
+        raise UserError(f"{SWITCH}={setting!r}: use auto (the default), off, or an ABI from 1 to this "
+                        f"kernel's {kernel_abi()}")
     if isolation != "process" or setting == "off":
         return 0
-    return kernel_abi()
+    return kernel_abi() if setting == "auto" else int(setting)
 
 
 def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]:
     """Which protections workers at ``isolation`` have on this machine, for manifests and the selftest:
     ``files`` (writes outside the working directory, reads of the data, cache and run folders),
-    ``network`` (TCP connect and bind), ``signals`` (signals and abstract UNIX sockets outside the sandbox);
-    a ``grants`` entry (``GRANTS``) gives one back at the process level."""
+    ``truncate`` (of files outside), ``network`` (TCP connect and bind), ``signals`` (signals and abstract
+    UNIX sockets outside the sandbox); a ``grants`` entry (``GRANTS``) gives one back at the process level."""
     if isolation == "bwrap":
-        return {"landlock_abi": 0, "files": True, "network": True, "signals": True, "by": "bwrap namespaces"}
+        return {"landlock_abi": 0, "files": True, "truncate": True, "network": True, "signals": True,
+                "by": "bwrap namespaces"}
     abi = abi_in_force(isolation)
     if abi:
         by = f"landlock ABI {abi}" + "".join(f"; granted: {GRANTS[grant]}" for grant in grants)
@@ -89,7 +95,8 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
         by = f"nothing: landlock switched off ({SWITCH}=off)"
     else:
         by = "nothing: this kernel has no landlock"
-    return {"landlock_abi": abi, "files": abi >= 1 and "tmp" not in grants,
+    files = abi >= 1 and not set(GRANTED_FOLDERS) & set(grants)
+    return {"landlock_abi": abi, "files": files, "truncate": files and abi >= TRUNCATE_ABI,
             "network": abi >= NETWORK_ABI and "tcp" not in grants, "signals": abi >= SCOPE_ABI, "by": by}
 
 
@@ -115,23 +122,37 @@ def worker_policy(isolation: str, workdir: Path, grants: Sequence[str] = ()) -> 
     if unknown:
         raise ValueError(f"unknown sandbox grants {unknown}; known: {sorted(GRANTS)}")
     return {"abi": abi, "read": list(readable_folders()), "devices": list(DEVICES),
-            "write": [str(workdir), SHARED_MEMORY, *(["/tmp"] if "tmp" in grants else [])],
+            "write": [str(workdir), *(GRANTED_FOLDERS[grant] for grant in grants if grant in GRANTED_FOLDERS)],
             "deny_tcp": "tcp" not in grants}
 
 
 def readable_private_paths(hidden: Sequence[Path], isolation: str, grants: Sequence[str] = ()) -> list[Path]:
     """The private ``hidden`` paths (data, cache) a worker at ``isolation`` could still read: none at
-    ``bwrap``; with Landlock those inside a readable folder (or ``/tmp`` when granted); without it, all."""
+    ``bwrap``; with Landlock those inside a readable or granted folder; without it, all of them."""
     if isolation == "bwrap":
         return []
     if not abi_in_force(isolation):
         return list(hidden)
-    roots = [Path(folder) for folder in [*readable_folders(), *(["/tmp"] if "tmp" in grants else [])]]
+    granted = [GRANTED_FOLDERS[grant] for grant in grants if grant in GRANTED_FOLDERS]
+    roots = [Path(folder).resolve() for folder in [*readable_folders(), *granted]]
     return [path for path in hidden if any(Path(path).resolve().is_relative_to(root) for root in roots)]
 
 
-def sandbox_facts(limits: SandboxLimits, hidden: Sequence[Path] = ()) -> dict[str, object]:
-    """A run manifest's ``sandbox`` entry: the limits, and which protections were in force."""
+EARLIER_UNRECORDED = {"landlock_abi": 0, "by": "an earlier session that recorded no protections"}
+
+
+def sandbox_facts(limits: SandboxLimits, hidden: Sequence[Path] = (), earlier: dict | None = None
+                  ) -> dict[str, object]:
+    """A run manifest's ``sandbox`` entry: the limits, and which protections were in force. ``earlier``:
+    the entry of the run's previous session (a resumed run), whose records may have been made with less:
+    each protection is then the weaker of the two, and ``by`` names both (a session that recorded no
+    protections, before they were recorded, had none)."""
     private = readable_private_paths(hidden, limits.isolation, limits.grants)
-    return {**asdict(limits), "protections": {**protections(limits.isolation, limits.grants),
-                                              "readable_private_paths": [str(path) for path in private]}}
+    now = {**protections(limits.isolation, limits.grants), "readable_private_paths": [str(path) for path in private]}
+    before = None if earlier is None else earlier.get("protections") or EARLIER_UNRECORDED
+    if isinstance(before, dict) and before.get("by") != now["by"]:
+        now = {key: (min(value, before.get(key, 0)) if key == "landlock_abi" else
+                     value and bool(before.get(key)) if isinstance(value, bool) else value) for key, value in now.items()}
+        now["by"] = f"{before.get('by')}, then {protections(limits.isolation, limits.grants)['by']}"
+        now["readable_private_paths"] = sorted({*before.get("readable_private_paths", []), *now["readable_private_paths"]})
+    return {**asdict(limits), "protections": now}

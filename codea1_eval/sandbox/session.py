@@ -117,6 +117,11 @@ class WorkerSession:
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
+        try:
+            landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
+        except BaseException:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
         read_fd, write_fd = os.pipe()
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
         command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
@@ -127,7 +132,7 @@ class WorkerSession:
             "calls": list(program.calls) if program.calls is not None else None,
             "script": program.script, "time_limits": list(program.time_limits),
             "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
-            "start": start, "landlock": worker_policy(limits.isolation, self.workdir, limits.grants),
+            "start": start, "landlock": landlock,
         }
         self.stderr = tempfile.TemporaryFile()
         self.cgroup = PidsCgroup.create(limits.max_processes)

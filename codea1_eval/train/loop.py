@@ -27,6 +27,7 @@ from codea1_eval.config import run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
+from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.sandbox.landlock import sandbox_facts
 from codea1_eval.train import checkpoints
@@ -143,8 +144,8 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     local = replace(config, questions_per_step=config.questions_per_step // ranks.count)
     plans = mode.policies(local)
     out = Path(config.out or "runs/train")
-    facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count,
-             "sandbox": sandbox_facts(SandboxLimits(isolation=config.isolation))}
+    facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count}
+    limits, private = SandboxLimits(isolation=config.isolation), [Path(config.data).resolve().parent, cache_dir()]
     if ranks.is_main:  # opens (or checks) the run dir and drops records of steps after the last checkpoint
         run = RunDir(out, "train", config.identity())
         state = _state(run)
@@ -152,6 +153,7 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
             checkpoints.recover(run.file(directory), state["step"])
         for name in (LOG, ROLLOUTS):
             write_jsonl_atomic(run.file(name), [r for r in read_jsonl(run.file(name)) if r["step"] <= state["step"]])
+        facts["sandbox"] = sandbox_facts(limits, private, run.recorded("sandbox"))
         run.write_manifest({"status": "running", **facts})
     # the main process marks the manifest failed or interrupted when training raises
     with run.outcome_recorded() if ranks.is_main else contextlib.nullcontext():
@@ -174,8 +176,8 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
             return Policy(checkpoint, settings, run.path / f".trl-{plan.role}", reference=initial)
 
         # checked with its canary before the policies load: a sandbox that cannot run stops the run at once
-        executor = make_executor(config.executor, SandboxLimits(isolation=config.isolation),
-                                 config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count))
+        executor = make_executor(config.executor, limits,
+                                 config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count), private)
         policies = {plan.role: policy(plan) for plan in plans}
         last: dict[str, Any] = {}
         with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:

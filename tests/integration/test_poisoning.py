@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from codea1_eval.benchmarks.base import load_benchmark
+from codea1_eval.sandbox.landlock import kernel_abi
 
 pytestmark = pytest.mark.slow
 TASKS = 2
@@ -94,6 +95,8 @@ def _clean_samples(problems) -> list[dict]:
         {"task_id": p.task_id, "solution": _wrong(p, "0")})]
 
 
+@pytest.mark.skipif(kernel_abi() == 0, reason="this kernel has no Landlock: at the process level candidates can "
+                                               "write where the user can (documented)")
 def test_candidates_cannot_poison_the_cache_or_forge_records(problems, data_dir, tmp_path):
     cache = tmp_path / "cache"
     clean = tmp_path / "clean"
@@ -133,6 +136,11 @@ def test_with_landlock_off_the_run_works_and_its_manifest_says_what_was_missing(
     metrics = _avg(_clean_samples(problems), run, cache, data_dir, CODEA1_LANDLOCK="off")
     assert (metrics["n_samples"], metrics["pass@1"]) == (3 * TASKS, 33.3333)  # metrics.json rounds to 4 places
     in_force = json.loads((run / "manifest.json").read_text())["sandbox"]["protections"]
-    assert in_force == {"landlock_abi": 0, "files": False, "network": False, "signals": False,
+    assert in_force == {"landlock_abi": 0, "files": False, "truncate": False, "network": False, "signals": False,
                         "by": "nothing: landlock switched off (CODEA1_LANDLOCK=off)",
-                        "readable_private_paths": [str(data_dir / "evalplus"), str(cache)]}
+                        "readable_private_paths": [str((data_dir / "evalplus").resolve()), str(cache)]}
+    # resumed with Landlock on: its records were made without, so the manifest keeps saying so
+    assert _avg(_clean_samples(problems), run, cache, data_dir, CODEA1_LANDLOCK="auto") == metrics
+    resumed = json.loads((run / "manifest.json").read_text())["sandbox"]["protections"]
+    assert (resumed["files"], resumed["by"]) == (False, "nothing: landlock switched off (CODEA1_LANDLOCK=off), "
+                                                        f"then landlock ABI {kernel_abi()}")

@@ -226,7 +226,8 @@ ATTACKS = [
 def test_attack_is_judged_failed_and_contained(sandbox, code, program_status, call_status, error_part,
                                                value_check):
     if code is PATCH_COMPARISON_HELPERS and sandbox.landlock.get("files"):
-        # Landlock: a worker cannot read the harness's package, so this attack does not even load
+        # Landlock: a worker cannot read the harness's package (an editable install's checkout), so this
+        # attack does not even load; test_patching_the_harness_without_landlock runs it loaded
         program_status, call_status, error_part, value_check = LOAD_ERROR, ERROR, "PermissionError", _nothing
     original_compare = compare_module.compare_outputs
     started = time.monotonic()
@@ -244,6 +245,18 @@ def test_attack_is_judged_failed_and_contained(sandbox, code, program_status, ca
     assert elapsed < len(INPUTS) * (TIME_LIMIT + sandbox.limits.grace_s) + 6
     # The attack ran in another process: the trusted side's helpers are untouched.
     assert compare_module.compare_outputs is original_compare
+    sandbox.assert_contained()
+
+
+@pytest.mark.parametrize("sandbox", ISOLATIONS[:1], indirect=True)
+def test_patching_the_harness_without_landlock(sandbox, monkeypatch):
+    """The attack on the harness's comparison helpers where it can import them (Landlock off, or a
+    non-editable install in a readable site-packages): it patches only its own process."""
+    monkeypatch.setenv("CODEA1_LANDLOCK", "off")
+    result = sandbox.run(PATCH_COMPARISON_HELPERS)
+    assert result.status == OK and [c.status for c in result.calls] == [RETURNED] * len(INPUTS)
+    assert all(_opaque_of("__main__.Anything")(c.value) for c in result.calls)
+    assert sandbox.judge(result) == [False] * len(INPUTS)
     sandbox.assert_contained()
 
 
@@ -546,7 +559,8 @@ def test_deeply_nested_honest_value_does_not_crash_the_harness(sandbox):
 
 
 # --------------------------------------------------------------------------------------------------
-# What bubblewrap adds (bwrap only; the process level does not stop these, as documented).
+# What bubblewrap adds (bwrap only: its own mounts and namespaces; the process level's Landlock
+# containment of the same attacks is in test_corpus.py and test_threat_model.py).
 
 PROBE_DIR = Path(compare_module.__file__).parent
 
