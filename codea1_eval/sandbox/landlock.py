@@ -3,9 +3,8 @@
 Linux's Landlock needs no root and no namespaces, so it works in unprivileged containers where
 bubblewrap cannot. Before any candidate code runs, a ``process``-level worker applies the policy built
 here (``worker_policy``; the worker's ``confine`` makes the system calls): it may write only inside its
-working directory (and the shared-memory folder that Python's multiprocessing locks need), read only the
-interpreter's folders and the system's (``/usr``, ``/lib``, ``/etc`` without its secrets, ``/proc``,
-``/sys``), so the data, cache and run folders are unreadable; with ABI >= 3 it cannot truncate a
+working directory, read only the interpreter's folders and the system's (``/usr``, ``/lib``, 28 named
+entries of ``/etc``, ``/proc``, ``/sys``), so the data, cache and run folders are unreadable; with ABI >= 3 it cannot truncate a
 file outside either; with ABI >= 4 it can neither connect nor bind a TCP socket, and with ABI >= 6 it
 cannot signal a process outside the sandbox or reach an abstract UNIX socket outside it. The highest
 ABI the kernel offers is used; on a kernel without Landlock, or with ``CODEA1_LANDLOCK=off``, the worker
@@ -148,11 +147,12 @@ def sandbox_facts(limits: SandboxLimits, hidden: Sequence[Path] = (), earlier: d
     each protection is then the weaker of the two, and ``by`` names both (a session that recorded no
     protections, before they were recorded, had none)."""
     private = readable_private_paths(hidden, limits.isolation, limits.grants)
-    now = {**protections(limits.isolation, limits.grants), "readable_private_paths": [str(path) for path in private]}
+    current = protections(limits.isolation, limits.grants)
+    now = {**current, "readable_private_paths": [str(path) for path in private]}
     before = None if earlier is None else earlier.get("protections") or EARLIER_UNRECORDED
     if isinstance(before, dict) and before.get("by") != now["by"]:
         now = {key: (min(value, before.get(key, 0)) if key == "landlock_abi" else
                      value and bool(before.get(key)) if isinstance(value, bool) else value) for key, value in now.items()}
-        now["by"] = f"{before.get('by')}, then {protections(limits.isolation, limits.grants)['by']}"
+        now["by"] = f"{before.get('by')}, then {current['by']}"
         now["readable_private_paths"] = sorted({*before.get("readable_private_paths", []), *now["readable_private_paths"]})
     return {**asdict(limits), "protections": now}
