@@ -17,34 +17,16 @@ from pathlib import Path
 import psutil
 
 from codea1_eval.sandbox.cgroup import PidsCgroup
+from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, ForkedWorker, Template, scrubbed_env, template_for
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.landlock import worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, parse_frame
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 
-def scrubbed_env(workdir: Path) -> dict[str, str]:
-    """The whole environment a worker sees; ``python`` on its PATH is the harness's own interpreter
-    (programs that start Python subprocesses, as some BigCodeBench tasks do, find the same libraries)."""
-    return {
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir),
-        "TZ": "UTC",
-        "LANG": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg",
-    }
-
-
-def kill_tree(process: subprocess.Popen, cgroup: PidsCgroup | None = None) -> None:
+def kill_tree(process: subprocess.Popen | ForkedWorker, cgroup: PidsCgroup | None = None) -> None:
     """SIGKILL the worker, its process group, every descendant it still has, and its cgroup."""
     descendants = []
     if cgroup is None or not cgroup.kill_all():
@@ -113,7 +95,8 @@ class FrameReader:
 
 
 class WorkerSession:
-    """One worker process running from call ``start`` onwards."""
+    """One worker process running from call ``start`` onwards: forked from the level's template where
+    there is one (``forkserver.py``), else a fresh interpreter wrapped by the isolation level."""
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
@@ -122,9 +105,6 @@ class WorkerSession:
         except BaseException:
             shutil.rmtree(self.workdir, ignore_errors=True)
             raise
-        read_fd, write_fd = os.pipe()
-        command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
-        command = make_isolation(limits.isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
         job = {
@@ -136,15 +116,23 @@ class WorkerSession:
         }
         self.stderr = tempfile.TemporaryFile()
         self.cgroup = PidsCgroup.create(limits.max_processes)
+        read_fd, write_fd = os.pipe()
+        self.reader = FrameReader(read_fd)
+        template = template_for(limits.isolation)
         try:
-            self.process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
-                pass_fds=(write_fd,), cwd=self.workdir, env=scrubbed_env(self.workdir),
-                start_new_session=True, close_fds=True,
-            )
+            if template is None:
+                job_writer = self._start_fresh(limits.isolation, hidden, write_fd)
+            else:
+                job_writer = self._start_forked(template, write_fd)
+        except BaseException:  # no worker: leave nothing of this session behind
+            os.close(read_fd)
+            self.stderr.close()
+            if self.cgroup is not None:
+                self.cgroup.kill_all()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
         finally:
             os.close(write_fd)
-        self.reader = FrameReader(read_fd)
         if self.cgroup is not None:
             # The worker reads its job before running anything, so moving it now races with nothing.
             try:
@@ -153,10 +141,31 @@ class WorkerSession:
                 self.cgroup.kill_all()
                 self.cgroup = None
         try:
-            self.process.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-            self.process.stdin.close()
+            with job_writer:
+                job_writer.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
         except (BrokenPipeError, OSError):
             pass
+
+    def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
+        command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
+        command = make_isolation(isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
+            pass_fds=(write_fd,), cwd=self.workdir, env=scrubbed_env(self.workdir),
+            start_new_session=True, close_fds=True,
+        )
+        return self.process.stdin
+
+    def _start_forked(self, template: Template, write_fd: int):
+        job_read, job_write = os.pipe()
+        try:
+            self.process = template.fork(self.workdir, job_read, write_fd, self.stderr.fileno())
+        except BaseException:
+            os.close(job_write)
+            raise
+        finally:
+            os.close(job_read)
+        return os.fdopen(job_write, "wb")
 
     def startup_error(self) -> str:
         self.stderr.seek(0)
@@ -165,6 +174,8 @@ class WorkerSession:
 
     def close(self) -> None:
         kill_tree(self.process, self.cgroup)
+        if isinstance(self.process, ForkedWorker):
+            self.process.release()
         os.close(self.reader.fd)
         self.stderr.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

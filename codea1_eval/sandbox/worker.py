@@ -1,7 +1,8 @@
 """Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
 
-This file is executed as a script (``python -I worker.py RESULT_FD``) in a fresh interpreter and
-imports only the standard library, so it works inside bubblewrap and never imports the harness.
+This file runs as a script and imports only the standard library, so it works inside bubblewrap and
+never imports the harness: ``python -I -S worker.py RESULT_FD`` is one worker in a fresh interpreter;
+``python -I -S worker.py --serve CONTROL_FD`` is a fork-server template that forks workers (``serve``).
 
 Protocol. The parent writes one pickled job to stdin (parent -> child data is trusted):
 ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
@@ -261,10 +262,9 @@ def _lite_site():
     sys.meta_path.append(_LazySite)
 
 
-def main():
-    channel = Channel(int(sys.argv[1]))
-    job = pickle.load(sys.stdin.buffer)
-    _lite_site()
+def main(result_fd, job):
+    """Run one job, answering on ``result_fd``."""
+    channel = Channel(result_fd)
     if job["landlock"] is not None:
         confine(job["landlock"])
     _silence_stdio()
@@ -325,5 +325,79 @@ def main():
                           "t": frame.get("t", 0.0)})
 
 
+TEMPLATE_PRELOAD = ("_ctypes", "hashlib", "re", "collections", "itertools", "functools", "heapq", "bisect",
+                    "string", "operator", "typing", "fractions", "decimal")
+"""Modules a template imports once so its workers start with them: stateless ones candidates and the worker
+use often (never ``random`` or ``tempfile``, whose state every worker must draw afresh)."""
+
+
+def serve(control_fd):
+    """The fork-server template: a warm interpreter that forks one worker per request and never runs
+    candidate code itself. A request on the ``control_fd`` UNIX socket is the worker's folder with three
+    file descriptors (job pipe, result pipe, stderr); the reply is the worker's pid (or -errno). Workers
+    are reaped by the kernel (SIGCHLD ignored here, reset in each worker); the harness owns them through
+    pidfds. EOF on the socket (the harness is gone) ends the template."""
+    import socket
+
+    for name in TEMPLATE_PRELOAD:
+        __import__(name)
+    compile("", "<warm-up>", "exec")  # the first compile() builds the AST types (~3 ms); workers inherit them
+    json.dumps({"k": "hello"})  # and the first dumps() its encoder
+    import gc
+
+    gc.freeze()  # a worker's collections then skip (and do not copy-on-write) the template's objects
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        try:
+            workdir, fds, _, _ = socket.recv_fds(control, 4096, 3)
+        except OSError:
+            return
+        if not workdir:
+            return
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            pid = -exc.errno
+        if pid == 0:
+            _run_forked(control, workdir, fds)
+        for fd in fds:
+            os.close(fd)
+        control.sendall(struct.pack(">i", pid))
+
+
+def _run_forked(control, workdir, fds):
+    """A forked worker: leave the template's socket and session, take the request's pipes, folder and
+    environment, run the job, and never return into the template's loop."""
+    status = 1
+    try:
+        control.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        job_fd, result_fd, stderr_fd = fds
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+        os.chdir(workdir)
+        folder = os.fsdecode(workdir)
+        os.environ["HOME"] = os.environ["TMPDIR"] = folder
+        with os.fdopen(job_fd, "rb") as job_stream:
+            job = pickle.load(job_stream)
+        main(result_fd, job)
+        status = 0
+    except BaseException:
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:
+            pass
+    finally:
+        os._exit(status)
+
+
 if __name__ == "__main__":
-    main()
+    _lite_site()
+    if sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]))
+    else:
+        main(int(sys.argv[1]), pickle.load(sys.stdin.buffer))

@@ -9,7 +9,8 @@ the run may survive ("contained").
 How survivors are found: ``tempfile.tempdir`` is pointed at a per-test folder, so every worker's
 working directory, and that of anything it forks, lies under it. A survivor is a live, non-zombie
 process that did not exist before the test and either descends from this test process or has its
-working directory under that folder. A bare "cmdline contains worker.py" check would also match
+working directory under that folder; the fork-server templates (``template_pids``), which run no
+candidate code and serve every test, are not survivors, but the workers they fork are. A bare "cmdline contains worker.py" check would also match
 other people's test runs on this shared machine. The safety net in the fixture only kills
 processes picked out this way, by pid, so it kills only processes this test started.
 """
@@ -26,6 +27,7 @@ import psutil
 import pytest
 
 from codea1_eval.sandbox.compare import compare_outputs
+from codea1_eval.sandbox.forkserver import template_pids
 from codea1_eval.sandbox.landlock import protections
 from codea1_eval.sandbox.engine import OK, RETURNED, ExecResult, Program, SandboxLimits, digest_allowances, run_program
 
@@ -120,10 +122,10 @@ class Sandbox:
                     found[proc.pid] = proc
             except psutil.Error:  # gone, zombie, or unreadable
                 continue
-        alive = []
+        alive, templates = [], set(template_pids())  # a fork-server template runs no candidate code
         for proc in found.values():
             try:
-                if proc.pid not in self.before and proc.status() != psutil.STATUS_ZOMBIE:
+                if proc.pid not in self.before | templates and proc.status() != psutil.STATUS_ZOMBIE:
                     alive.append(proc)
             except psutil.Error:
                 pass

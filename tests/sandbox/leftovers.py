@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from codea1_eval.sandbox.forkserver import template_pids
 from codea1_eval.sandbox.session import WORKER_SCRIPT
 
 ESCAPE_MARKER = "codea1-corpus-escape"
@@ -78,7 +79,8 @@ class WorldSnapshot:
     def leftover_processes(self) -> list[str]:
         me = psutil.Process()
         descendants = {p.pid for p in me.children(recursive=True)}
-        left = [p for p in psutil.process_iter() if p.pid not in self.pids and _live(p)
+        known = self.pids | set(template_pids())  # the fork-server templates run no candidate code
+        left = [p for p in psutil.process_iter() if p.pid not in known and _live(p)
                 and (p.pid in descendants or _is_sandbox_process(p))]
         return [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in left if _live(p)]
 

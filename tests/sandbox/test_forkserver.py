@@ -1,0 +1,85 @@
+"""Workers forked from the fork-server template (the default at the process level) start as fresh ones do:
+their own folder, environment, session and signal dispositions, no file of the template's open, their
+own random state; a template that dies is replaced and the run goes on."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import tempfile
+import time
+
+import pytest
+
+from codea1_eval.sandbox.engine import OK, RETURNED, Program, SandboxLimits, run_program
+from codea1_eval.sandbox.landlock import protections
+from codea1_eval.sandbox.forkserver import SWITCH, template_for, template_pids
+
+pytestmark = pytest.mark.skipif(template_for("process") is None, reason="no pidfds on this kernel")
+
+PROBE = """
+import os, random, signal
+def probe():
+    open_files = []
+    for fd in sorted(os.listdir('/proc/self/fd'), key=int):
+        try:
+            open_files.append(os.readlink('/proc/self/fd/' + fd).split(':')[0])
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return {
+        "open": open_files,
+        "cwd_is_home_and_tmpdir": os.getcwd() == os.environ['HOME'] == os.environ['TMPDIR'],
+        "own_session": os.getsid(0) == os.getpid(),
+        "sigchld_default": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
+        "random": random.random(),
+    }
+"""
+
+
+def _probe(monkeypatch, tmp_path, fork_server: str) -> dict:
+    monkeypatch.setenv(SWITCH, fork_server)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = run_program(Program(PROBE, "probe", calls=[()], time_limits=[5.0]), SandboxLimits())
+    assert result.status == OK and result.calls[0].status == RETURNED, result
+    return result.calls[0].value
+
+
+def test_a_forked_worker_starts_as_a_fresh_one(monkeypatch, tmp_path):
+    forked = [_probe(monkeypatch, tmp_path, "auto") for _ in range(2)]
+    fresh = _probe(monkeypatch, tmp_path, "off")
+    for seen in [*forked, fresh]:
+        assert seen["cwd_is_home_and_tmpdir"] is True
+        assert seen["own_session"] is True
+        assert seen["sigchld_default"] is True
+    # fds 0-2 on /dev/null and the result pipe: no socket or pipe of the template's, nor its job pipe
+    assert forked[0]["open"] == forked[1]["open"] == fresh["open"] == ["/dev/null"] * 3 + ["pipe"]
+    assert forked[0]["random"] != forked[1]["random"]
+
+
+def test_the_template_is_forked_from_and_replaced_when_it_dies(monkeypatch, tmp_path):
+    monkeypatch.setenv(SWITCH, "auto")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    program = Program("import os\ndef parent():\n    return os.getppid()\n", "parent", calls=[()], time_limits=[5.0])
+    first = run_program(program, SandboxLimits())
+    assert first.calls[0].value in template_pids()
+    os.kill(first.calls[0].value, signal.SIGKILL)
+    time.sleep(0.2)
+    second = run_program(program, SandboxLimits())
+    assert second.status == OK and second.calls[0].status == RETURNED
+    assert second.calls[0].value != first.calls[0].value
+    assert second.calls[0].value in template_pids()
+
+
+def test_a_candidate_that_kills_its_template_costs_nothing(monkeypatch, tmp_path):
+    """With Landlock's signal scoping the kill is refused; without it the template dies and is replaced."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    killer = ("import os, signal\ndef kill():\n    try:\n        os.kill(os.getppid(), signal.SIGKILL)\n"
+              "        return 'killed'\n    except OSError as exc:\n        return exc.errno\n")
+    honest = Program("def add(a, b):\n    return a + b\n", "add", calls=[(1, 2)], time_limits=[5.0])
+    for landlock in ("auto", "off"):
+        monkeypatch.setenv("CODEA1_LANDLOCK", landlock)
+        result = run_program(Program(killer, "kill", calls=[()], time_limits=[5.0]), SandboxLimits())
+        assert result.calls[0].value == (errno.EPERM if protections("process")["signals"] else "killed")
+        after = run_program(honest, SandboxLimits())
+        assert after.status == OK and after.calls[0].value == 3
