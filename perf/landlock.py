@@ -4,9 +4,10 @@
 Two measurements in one run, on this machine's kernel:
 
   confine   ``worker.confine(policy)`` timed inside a worker forked as the fork-server template forks
-            it (``python -I -S`` with ``worker.TEMPLATE_PRELOAD`` imported, then ``fork``), with the policy
-            a worker gets (``landlock.worker_policy``): one rule per readable folder, ``restrict_self``.
-            Median over ``--repeat`` forks. (In a fresh interpreter ``import _ctypes`` adds ~1.1 ms.)
+            it (``template.warm_up`` done, which opens the policy's fixed paths once), with the policy a
+            worker gets (``landlock.worker_policy``): one rule per readable folder, ``restrict_self``, and
+            closing the template's descriptors. Median over ``--repeat`` forks. (A fresh interpreter also
+            pays ``import _ctypes``, ~1.1 ms, and opening every path, ~0.7 ms.)
   worker    the engine running a trivial program (``def f(x): return x + 1``, one call), one worker at a
             time, ``--repeat`` times each way, alternating ``CODEA1_LANDLOCK=off`` and ``auto`` so that
             both see the same machine; median wall time per worker and the difference. Workers are forked
@@ -37,15 +38,15 @@ WORKER_DIR = Path(__file__).resolve().parents[1] / "codea1_eval" / "sandbox"
 TIMED_CONFINE = """
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-import worker
-for name in worker.TEMPLATE_PRELOAD:
-    __import__(name)
+import template, worker
 policy = json.loads(sys.argv[2])
+template.warm_up(worker, policy["read"] + policy["devices"])
 for _ in range(int(sys.argv[3])):
     read_fd, write_fd = os.pipe()
     if os.fork() == 0:
         started = time.perf_counter()
         worker.confine(policy)
+        worker.close_preopened()
         os.write(write_fd, repr(time.perf_counter() - started).encode())
         os._exit(0)
     os.close(write_fd)

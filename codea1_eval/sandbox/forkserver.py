@@ -18,6 +18,7 @@ template per namespace set is future work); ``CODEA1_FORKSERVER=off`` starts eve
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import select
 import signal
@@ -29,6 +30,7 @@ import threading
 from pathlib import Path
 
 from codea1_eval.errors import UserError
+from codea1_eval.sandbox.landlock import DEVICES, kernel_abi, readable_folders
 
 SWITCH = "CODEA1_FORKSERVER"
 """Environment switch: ``auto`` (the default: fork workers from a template where the level allows it) or
@@ -85,7 +87,8 @@ class Template:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", str(theirs.fileno())],
+                [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", str(theirs.fileno()),
+                 json.dumps(fixed_policy_paths())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, cwd="/", env=scrubbed_env(Path("/")), start_new_session=True,
                 close_fds=True,
@@ -136,6 +139,12 @@ _TEMPLATES: dict[str, Template] = {}
 _TEMPLATES_LOCK = threading.Lock()
 _OWNER = [os.getpid()]
 FORKED_LEVELS = ("process",)
+
+
+def fixed_policy_paths() -> list[str]:
+    """The paths of every worker's Landlock policy (``landlock.worker_policy``) but its own folder and grants,
+    which a template opens once for all its workers (none on a kernel without Landlock)."""
+    return [*readable_folders(), *DEVICES] if kernel_abi() else []
 
 
 def enabled() -> bool:

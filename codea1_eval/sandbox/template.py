@@ -1,0 +1,96 @@
+"""The fork-server template: a warm worker interpreter that forks one worker per request.
+
+Loaded by ``worker.py --serve CONTROL_FD PATHS`` (see ``forkserver.py`` for the harness's side), so, like the
+worker, it imports only the standard library. It never runs candidate code and never sees a job: the
+harness sends each job straight to the forked worker's own pipe.
+"""
+
+import gc
+import json
+import os
+import pickle
+import signal
+import socket
+import struct
+
+TEMPLATE_PRELOAD = ("hashlib", "re", "collections", "itertools", "functools", "heapq", "bisect",
+                    "string", "operator", "typing", "fractions", "decimal")
+"""Modules a template imports once so its workers start with them: stateless ones candidates and the worker
+use often (never ``random`` or ``tempfile``, whose state every worker must draw afresh)."""
+
+
+def preopen(worker, paths):
+    """Open ``paths`` (O_PATH) into ``worker.PREOPENED`` for every later fork's Landlock rules."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        worker.PREOPENED[path] = (fd, os.fstat(fd).st_mode & 0o170000 == 0o040000)
+
+
+def warm_up(worker, preopened_paths):
+    """What every worker would otherwise do first, done once here: imports, the ``_ctypes`` calls of
+    ``confine``, the policy's fixed paths, the AST types the first ``compile()`` builds (~3 ms) and the
+    JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these objects."""
+    for name in TEMPLATE_PRELOAD:
+        __import__(name)
+    worker.libc_calls()
+    preopen(worker, preopened_paths)
+    compile("", "<warm-up>", "exec")
+    json.dumps({"k": "hello"})
+    gc.freeze()
+
+
+def serve(worker, control_fd, preopened_paths):
+    """Fork a worker (running ``worker.main``) per request on the ``control_fd`` UNIX socket until EOF (the
+    harness is gone). A request is the worker's folder with three file descriptors (job pipe, result pipe,
+    stderr); the reply is the worker's pid, or -errno. Workers are reaped by the kernel (SIGCHLD ignored
+    here, reset in each worker); the harness owns them through pidfds."""
+    warm_up(worker, preopened_paths)
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        try:
+            workdir, fds, _, _ = socket.recv_fds(control, 4096, 3)
+        except OSError:
+            return
+        if not workdir:
+            return
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            pid = -exc.errno
+        if pid == 0:
+            _run_forked(worker, control, workdir, fds)
+        for fd in fds:
+            os.close(fd)
+        control.sendall(struct.pack(">i", pid))
+
+
+def _run_forked(worker, control, workdir, fds):
+    """A forked worker: leave the template's socket and session, take the request's pipes, folder and
+    environment, run the job, and never return into the template's loop."""
+    status = 1
+    try:
+        control.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        job_fd, result_fd, stderr_fd = fds
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+        os.chdir(workdir)
+        os.environ["HOME"] = os.environ["TMPDIR"] = os.fsdecode(workdir)
+        with os.fdopen(job_fd, "rb") as job_stream:
+            job = pickle.load(job_stream)
+        worker.main(result_fd, job)
+        status = 0
+    except BaseException:
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:
+            pass
+    finally:
+        os._exit(status)
