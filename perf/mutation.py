@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -41,13 +40,9 @@ from codea1_eval.metrics.mutmut_engine import MUTMUT_KILLED, run_mutmut_cli
 from codea1_eval.metrics.reference_tests import reference_input_tests
 from codea1_eval.sandbox import Executor
 
+from tree_cpu import process_tree_cpu  # perf/ is the script folder, on sys.path
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def process_tree_cpu() -> float:
-    """CPU seconds used so far by this process (all threads) and its reaped children."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def timed(function):

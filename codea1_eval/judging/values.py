@@ -59,7 +59,7 @@ class ValuesKind(TestKind):
         return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
                        total_time_limit=total * timeout_scale + 10.0,
                        next_call=_fail_fast(oracle, problem, truth) if oracle else None,
-                       digest_time_limits=digest_allowances(truth.outputs))
+                       digest_time_limits=digest_allowances(truth.outputs), expected_seconds=sum(truth.times))
 
     def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
         outcomes = [(call.status == RETURNED, call.value) for call in result.calls]

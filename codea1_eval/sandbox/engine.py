@@ -235,11 +235,14 @@ class Executor:
         return require_sandbox(run_program(program, self.limits, self.hidden), self.limits.isolation)
 
     def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
-        """Run programs concurrently; yield (input index, result) as each one finishes. If the caller
-        stops early (an error, Ctrl-C), programs not yet started are cancelled, not run for nothing."""
+        """Run programs concurrently, the longest expected first (``Program.expected_seconds``); yield
+        (input index, result) as each one finishes. If the caller stops early (an error, Ctrl-C), programs
+        not yet started are cancelled, not run for nothing."""
+        programs = list(programs)
+        order = sorted(range(len(programs)), key=lambda index: -programs[index].expected_seconds)
         pool = ThreadPoolExecutor(self.parallel)
         try:
-            futures = {pool.submit(self.run, p): i for i, p in enumerate(programs)}
+            futures = {pool.submit(self.run, programs[i]): i for i in order}
             for future in as_completed(futures):
                 yield futures[future], future.result()
         finally:

@@ -55,7 +55,9 @@ class Program:
     large to send (its "digesting" frame) the result may still come; None gives every call the engine's
     ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected values that were
     sent whole gets 0 for those calls (``digest_allowances``): a right answer never needs the time, so
-    a forged "digesting" frame buys nothing.
+    a forged "digesting" frame buys nothing. ``expected_seconds``: how long the reference took on these
+    calls, where known; an executor starts the longest programs first, so that a slow one does not run
+    last and alone while the other workers idle.
     """
 
     code: str
@@ -66,6 +68,7 @@ class Program:
     total_time_limit: float | None = None
     next_call: Callable[[int, "CallResult"], int] | None = None
     digest_time_limits: Sequence[float] | None = None
+    expected_seconds: float = 0.0
 
     @property
     def n_calls(self) -> int:

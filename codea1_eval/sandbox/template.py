@@ -12,6 +12,7 @@ import pickle
 import signal
 import socket
 import struct
+import sys
 
 TEMPLATE_PRELOAD = ("hashlib", "re", "collections", "itertools", "functools", "heapq", "bisect",
                     "string", "operator", "typing", "fractions", "decimal")
@@ -45,11 +46,12 @@ def warm_up(worker, preopened_paths):
 def serve(worker, control_fd, preopened_paths):
     """Fork a worker (running ``worker.main``) per request on the ``control_fd`` UNIX socket until EOF (the
     harness is gone). A request is the worker's folder with three file descriptors (job pipe, result pipe,
-    stderr); the reply is the worker's pid, or -errno. Workers are reaped by the kernel (SIGCHLD ignored
-    here, reset in each worker); the harness owns them through pidfds."""
+    stderr); the reply is the worker's pid, or -errno. The template reaps each worker as it exits (so its
+    CPU time counts among the template's children's); the harness owns them through pidfds, which stay
+    valid after the reaping, so a kill never reaches a reused pid."""
     warm_up(worker, preopened_paths)
     control = socket.socket(fileno=control_fd)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, _reap_workers)
     while True:
         try:
             workdir, fds, _, _ = socket.recv_fds(control, 4096, 3)
@@ -68,6 +70,16 @@ def serve(worker, control_fd, preopened_paths):
         control.sendall(struct.pack(">i", pid))
 
 
+def _reap_workers(signum, frame):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _run_forked(worker, control, workdir, fds):
     """A forked worker: leave the template's socket and session, take the request's pipes, folder and
     environment, run the job, and never return into the template's loop."""
@@ -81,6 +93,7 @@ def _run_forked(worker, control, workdir, fds):
         os.close(stderr_fd)
         os.chdir(workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = os.fsdecode(workdir)
+        sys.argv[:] = [worker.__file__, str(result_fd)]  # what a fresh worker's candidate sees
         with os.fdopen(job_fd, "rb") as job_stream:
             job = pickle.load(job_stream)
         worker.main(result_fd, job)

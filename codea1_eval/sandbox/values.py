@@ -132,10 +132,13 @@ _DECODERS = {
 }
 
 
+_JSON = json.JSONDecoder()
+
+
 def parse_frame(raw: bytes) -> dict:
     """Parse one frame's JSON; raise ProtocolViolation on anything malformed."""
     try:
-        frame = json.loads(raw)
+        frame = _JSON.decode(raw.decode())  # a worker's frames are ASCII (json.dumps' default)
     except (ValueError, RecursionError) as exc:
         raise ProtocolViolation(f"unparseable frame: {exc}") from None
     if not isinstance(frame, dict) or not isinstance(frame.get("k"), str):

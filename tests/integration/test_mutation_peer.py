@@ -1,12 +1,12 @@
 """Per-mutant kill verdicts of our batched engine vs the mutmut and cosmic-ray CLIs themselves.
 
-On 21 short HumanEval+ tasks, with the reference-inputs asserts as the test suite: every mutmut
+On 12 short HumanEval+ tasks, with the reference-inputs asserts as the test suite: every mutmut
 mutant (``mutmut run`` in a flat temp dir, default settings) and an evenly spaced sample of
 ``COSMIC_RAY_SAMPLE`` cosmic-ray mutants per task (``cosmic-ray init`` + ``exec``, the other work
 items marked skipped) must get the same killed/survived verdict from ``kill_matrix``. Mapping:
 mutmut's killed and timeout are killed, survived and "no tests" are not; cosmic-ray's killed and
-incompetent are killed. The tasks were picked as short (the whole test takes ~3 minutes on 2
-cores) and free of mutants that loop, each of which costs mutmut's CLI 30 s before its timeout.
+incompetent are killed. The tasks were picked as short (the whole test takes under 2 minutes on
+2 cores) and free of mutants that loop, each of which costs mutmut's CLI 30 s before its timeout.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +22,7 @@ from codea1_eval.sandbox import Executor
 
 pytestmark = pytest.mark.slow
 
-TASKS = [f"HumanEval/{n}" for n in (0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22)]
+TASKS = [f"HumanEval/{n}" for n in (0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12)]
 COSMIC_RAY_SAMPLE = 5
 # (engine, task, mutant id) -> why our verdict legitimately differs from the CLI's. None so far.
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {}
@@ -78,4 +78,4 @@ def test_verdicts_equal_the_cli(peers, task, engine):
 def test_the_comparison_is_not_vacuous(peers):
     for engine in ("mutmut", "cosmic-ray"):
         verdicts = [v for result in peers.values() for v in result["verdicts"][engine][1].values()]
-        assert len(verdicts) >= 100 and verdicts.count(False) >= 5, engine
+        assert len(verdicts) >= 50 and verdicts.count(False) >= 5, engine

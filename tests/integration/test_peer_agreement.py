@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 GENERATED_TASKS = 8
 SAMPLES_PER_TASK = 2
-MUTANTS_PER_TASK = 2
+MUTANTS_PER_TASK = 1
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 
 
@@ -68,7 +68,7 @@ def test_verdicts_agree_with_evalplus(samples_file, data_dir, tmp_path):
         counters[row["task_id"]] = index + 1
         ours[(row["task_id"], index)] = (row["base_status"] == "pass", row["plus_status"] == "pass")
     assert set(ours) == set(theirs)
-    assert len(ours) >= 320 and metrics["n_samples"] == len(ours)
+    assert len(ours) == GENERATED_TASKS * SAMPLES_PER_TASK + 164 and metrics["n_samples"] == len(ours)
     disagreements = sorted(key for key in ours if ours[key] != theirs[key])
     for key in disagreements:
         print(f"disagreement {key}: ours={ours[key]} evalplus={theirs[key]} "

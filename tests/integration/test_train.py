@@ -1,6 +1,6 @@
 """`codea1-eval train` on CPU: the machinery (checkpoints, SIGKILL-then-resume, data-parallel replicas, vLLM
-rollouts) on the tiny imprinted model of ``tests/tiny_model.py``; each mode once with the embedded SmolLM2
-in both roles, and the GRPO learning signal on SmolLM2."""
+rollouts, the golden and self-play modes) on the tiny imprinted model of ``tests/tiny_model.py``; the
+adversarial mode once with the embedded SmolLM2 in both roles, and the GRPO learning signal on SmolLM2."""
 
 from __future__ import annotations
 
@@ -233,10 +233,11 @@ def test_code_a1_mode_with_smollm2_in_both_roles(smoke_data, tmp_path):
     assert line["code_reward"] == pytest.approx(sum(c["reward"] for c in record["codes"]) / 2, abs=1e-6)
 
 
-def test_golden_mode_rewards_codes_with_their_ground_truth(smoke_data, tmp_path):
+def test_golden_mode_rewards_codes_with_their_ground_truth(tiny_model, tiny_data, tmp_path):
     out = tmp_path / "golden"
-    result = _cli("train", "--mode", "golden", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
-                  "-M", "2", "--max-new-tokens", "32", "--questions-per-step", "1", "--out", str(out))
+    result = _cli("train", "--mode", "golden", "--coder", str(tiny_model), "--data", str(tiny_data), "--steps", "1",
+                  "-M", "2", "--max-new-tokens", "128", "--questions-per-step", "1", "--temperature", "0.7",
+                  "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "code" / "model.safetensors").is_file() and not (out / "test").exists()
     record, = read_jsonl(out / "rollouts.jsonl")
@@ -249,12 +250,13 @@ def test_golden_mode_rewards_codes_with_their_ground_truth(smoke_data, tmp_path)
     assert line["test_loss"] == 0.0 and line["test_grad_norm"] == 0.0
 
 
-def test_self_play_mode_trains_one_model_in_both_roles(smoke_data, tmp_path):
+def test_self_play_mode_trains_one_model_in_both_roles(tiny_model, tiny_data, tmp_path):
     from codea1_eval.train.modes import self_play_suite_reward
 
     out = tmp_path / "self-play"
-    result = _cli("train", "--mode", "self-play", "--coder", "smollm2", "--data", str(smoke_data), "--steps", "1",
-                  "-M", "2", "-N", "2", "--max-new-tokens", "32", "--questions-per-step", "1", "--out", str(out))
+    result = _cli("train", "--mode", "self-play", "--coder", str(tiny_model), "--data", str(tiny_data), "--steps",
+                  "1", "-M", "2", "-N", "2", "--max-new-tokens", "128", "--questions-per-step", "1", "--temperature",
+                  "0.7", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     assert _max_difference(out / "code", out / "test") == 0.0  # the one model, saved in both places
     record, = read_jsonl(out / "rollouts.jsonl")

@@ -37,3 +37,11 @@ def test_fail_fast_runs_plus_inputs_after_a_base_failure(data_dir):
     first_base_failure = full.call_statuses.index("fail")
     assert fast.call_statuses[:first_base_failure + 1] == full.call_statuses[:first_base_failure + 1]
     assert fast.call_statuses[problem.n_base] == full.call_statuses[problem.n_base]
+
+
+def test_the_longest_expected_programs_start_first():
+    """One worker at a time runs them in order of the reference's time, longest first (ties keep their order)."""
+    programs = [Program(IDENTITY, "f", calls=[(i,)], time_limits=[1.0], expected_seconds=seconds)
+                for i, seconds in enumerate([0.1, 5.0, 0.0, 1.0, 0.0])]
+    finished = [index for index, _ in Executor(parallel=1).map_unordered(programs)]
+    assert finished == [1, 3, 0, 2, 4]

@@ -19,7 +19,7 @@ from codea1_eval.sandbox.forkserver import SWITCH, template_for, template_pids
 pytestmark = pytest.mark.skipif(template_for("process") is None, reason="no pidfds on this kernel")
 
 PROBE = """
-import os, random, signal
+import os, random, signal, sys
 def probe():
     open_files = []
     for fd in sorted(os.listdir('/proc/self/fd'), key=int):
@@ -33,6 +33,8 @@ def probe():
         "own_session": os.getsid(0) == os.getpid(),
         "sigchld_default": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
         "random": random.random(),
+        "argv": [os.path.basename(sys.argv[0]), sys.argv[1].isdigit(), len(sys.argv)],
+        "path": sys.path,
     }
 """
 
@@ -52,6 +54,7 @@ def test_a_forked_worker_starts_as_a_fresh_one(monkeypatch, tmp_path):
         assert seen["cwd_is_home_and_tmpdir"] is True
         assert seen["own_session"] is True
         assert seen["sigchld_default"] is True
+        assert seen["argv"] == ["worker.py", True, 2] and seen["path"] == fresh["path"]
     # fds 0-2 on /dev/null and the result pipe: no socket or pipe of the template's, nor its job pipe
     assert forked[0]["open"] == forked[1]["open"] == fresh["open"] == ["/dev/null"] * 3 + ["pipe"]
     assert forked[0]["random"] != forked[1]["random"]
