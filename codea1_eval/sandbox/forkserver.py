@@ -7,9 +7,12 @@ worker per request. A forked worker then does exactly what a fresh one does: its
 environment, pipes, rlimits, cgroup and Landlock domain, all before it reads any candidate code. It
 inherits nothing a candidate could use: jobs go from the harness straight to the worker's own pipe, never
 through the template; the template holds no data, runs no candidate code, and its control socket is
-closed in the worker before anything else. The harness owns each worker through a pidfd, so a kill can
-never hit a reused pid, and a template that died (or that a candidate killed, where Landlock's signal
-scoping is missing) is replaced on the next request.
+closed in the worker before anything else. The harness owns each worker through a pidfd, and the
+template reaps a worker only once the harness has released it (after the kill), so no signal of the
+harness's can reach a reused pid or process group. A template that died (or that a candidate killed,
+where Landlock's signal scoping is missing) is replaced on the next request. Workers share their
+template's string-hash seed, as evalplus' forked workers share their parent's (``-I`` ignores
+``PYTHONHASHSEED``, so fresh workers each drew their own).
 
 Used at the ``process`` level. ``bwrap`` workers still start fresh, each in its own namespaces (one
 template per namespace set is future work); ``CODEA1_FORKSERVER=off`` starts every worker fresh too.
@@ -60,9 +63,10 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
 class ForkedWorker:
     """A worker forked by a template: the part of ``subprocess.Popen`` the engine uses, through a pidfd."""
 
-    def __init__(self, pid: int, pidfd: int):
+    def __init__(self, pid: int, pidfd: int, template: "Template"):
         self.pid = pid
         self.pidfd = pidfd
+        self.template = template
 
     def kill(self) -> None:
         try:
@@ -77,7 +81,9 @@ class ForkedWorker:
         poller.poll(None if timeout is None else int(timeout * 1000))
 
     def release(self) -> None:
+        """After the kill: let the template reap the worker (only now may its pid be reused)."""
         os.close(self.pidfd)
+        self.template.release(self.pid)
 
 
 class Template:
@@ -110,8 +116,10 @@ class Template:
         """A new worker in ``workdir`` reading its job from ``job_fd`` and answering on ``result_fd``;
         OSError if the template cannot fork (the engine retries, on a new template if this one died)."""
         with self.lock:
+            if self.broken:  # another thread found it dead or hung while this one waited
+                raise OSError("the fork-server template stopped answering")
             try:
-                socket.send_fds(self.control, [os.fsencode(workdir)], [job_fd, result_fd, stderr_fd])
+                socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd])
                 reply = self.control.recv(4)
             except OSError:
                 self.broken = True
@@ -122,8 +130,16 @@ class Template:
             (pid,) = struct.unpack(">i", reply)
             if pid <= 0:
                 raise OSError(-pid, f"the fork-server template cannot fork: {os.strerror(-pid)}")
-            # The worker waits for its job, which the caller has not sent yet, so it is still alive here.
-            return ForkedWorker(pid, os.pidfd_open(pid))
+            # Not reaped before ``release``: a worker that already died is a zombie, still this pid.
+            return ForkedWorker(pid, os.pidfd_open(pid), self)
+
+    def release(self, pid: int) -> None:
+        """Tell the template it may reap ``pid`` (no reply; a template that died left it to init)."""
+        with self.lock:
+            try:
+                self.control.send(b"R%d" % pid)
+            except OSError:
+                self.broken = True
 
     def close(self) -> None:
         """End the template (EOF on its socket); its workers are the engine's to kill and are left alone."""
@@ -137,7 +153,6 @@ class Template:
 
 _TEMPLATES: dict[str, Template] = {}
 _TEMPLATES_LOCK = threading.Lock()
-_OWNER = [os.getpid()]
 FORKED_LEVELS = ("process",)
 
 
@@ -168,30 +183,38 @@ def template_for(isolation: str) -> Template | None:
     if isolation not in FORKED_LEVELS or not enabled():
         return None
     with _TEMPLATES_LOCK:
-        if _OWNER[0] != os.getpid():  # a forked harness: the templates and their sockets are the parent's
-            _TEMPLATES.clear()
-            _OWNER[0] = os.getpid()
         template = _TEMPLATES.get(isolation)
-        if template is None or not template.alive():
-            if template is not None:
-                template.close()
+        dead = template if template is not None and not template.alive() else None
+        if template is None or dead is not None:
             template = _TEMPLATES[isolation] = Template()
-        return template
+    if dead is not None:
+        dead.close()  # outside the lock: this waits for the process
+    return template
 
 
 def template_pids() -> list[int]:
     """The pids of this process's live templates (they run no candidate code)."""
     with _TEMPLATES_LOCK:
-        return [t.process.pid for t in _TEMPLATES.values() if _OWNER[0] == os.getpid() and t.alive()]
+        return [t.process.pid for t in _TEMPLATES.values() if t.alive()]
 
 
 def shutdown() -> None:
     """End every template of this process (at exit, or when a caller wants no process left)."""
     with _TEMPLATES_LOCK:
-        if _OWNER[0] == os.getpid():
-            for template in _TEMPLATES.values():
-                template.close()
+        templates = list(_TEMPLATES.values())
         _TEMPLATES.clear()
+    for template in templates:
+        template.close()
+
+
+def _forget_templates_in_child() -> None:
+    """In a forked harness: the templates are the parent's; drop their sockets so each ends with the parent."""
+    global _TEMPLATES_LOCK
+    _TEMPLATES_LOCK = threading.Lock()  # another thread may have held it at the fork
+    for template in _TEMPLATES.values():
+        template.control.close()
+    _TEMPLATES.clear()
 
 
 atexit.register(shutdown)
+os.register_at_fork(after_in_child=_forget_templates_in_child)

@@ -64,11 +64,11 @@ def kill_tree(process: subprocess.Popen | ForkedWorker, cgroup: PidsCgroup | Non
 
 class FrameReader:
     """Reads length-prefixed frames from a pipe with a deadline. Frames that arrived together are parsed
-    from one buffer by offset (dropping each from the front would copy the rest every time)."""
+    from one buffer by offset; consumed bytes are dropped only before the next read."""
 
     def __init__(self, fd: int):
         self.fd = fd
-        self.buffer = b""
+        self.buffer = bytearray()
         self.offset = 0
         self.closed = False
 
@@ -95,8 +95,9 @@ class FrameReader:
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 self.closed = True
-            self.buffer = self.buffer[self.offset:] + chunk
+            del self.buffer[:self.offset]  # cheap: a bytearray drops its head without copying the rest
             self.offset = 0
+            self.buffer += chunk
 
 
 class WorkerSession:
@@ -138,18 +139,23 @@ class WorkerSession:
             raise
         finally:
             os.close(write_fd)
-        if self.cgroup is not None:
-            # The worker reads its job before running anything, so moving it now races with nothing.
-            try:
-                self.cgroup.add(self.process.pid)
-            except OSError:
-                self.cgroup.kill_all()
-                self.cgroup = None
         try:
-            with job_writer:
-                job_writer.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-        except (BrokenPipeError, OSError):
-            pass
+            if self.cgroup is not None:
+                # The worker reads its job before running anything, so moving it now races with nothing.
+                try:
+                    self.cgroup.add(self.process.pid)
+                except OSError:
+                    self.cgroup.kill_all()
+                    self.cgroup = None
+            try:
+                with job_writer:
+                    job_writer.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+            except (BrokenPipeError, OSError):
+                pass
+        except BaseException:  # interrupted with a worker started: kill it and leave nothing behind
+            job_writer.close()
+            self.close()
+            raise
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]

@@ -43,41 +43,55 @@ def warm_up(worker, preopened_paths):
     gc.freeze()
 
 
+RELEASED = set()
+"""Workers the harness is done with, reaped as soon as they have exited. Until the harness releases a
+worker it stays (at worst) a zombie, so its pid, and the process group it leads, cannot be reused
+while the harness may still signal them."""
+_exit = os._exit  # bound now: candidate code in a forked worker could replace os._exit
+
+
 def serve(worker, control_fd, preopened_paths):
-    """Fork a worker (running ``worker.main``) per request on the ``control_fd`` UNIX socket until EOF (the
-    harness is gone). A request is the worker's folder with three file descriptors (job pipe, result pipe,
-    stderr); the reply is the worker's pid, or -errno. The template reaps each worker as it exits (so its
-    CPU time counts among the template's children's); the harness owns them through pidfds, which stay
-    valid after the reaping, so a kill never reaches a reused pid."""
+    """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone): ``F`` + a folder
+    with three file descriptors (job pipe, result pipe, stderr) forks a worker running ``worker.main``
+    there and replies with its pid, or -errno; ``R`` + a pid releases a worker (no reply). Released
+    workers are reaped here (so their CPU time counts among the template's children's)."""
     warm_up(worker, preopened_paths)
     control = socket.socket(fileno=control_fd)
-    signal.signal(signal.SIGCHLD, _reap_workers)
+    signal.signal(signal.SIGCHLD, _reap_released)
     while True:
         try:
-            workdir, fds, _, _ = socket.recv_fds(control, 4096, 3)
+            message, fds, _, _ = socket.recv_fds(control, 4096, 3)
         except OSError:
             return
-        if not workdir:
+        if not message:
             return
+        kind, body = message[:1], message[1:]
+        if kind != b"F":
+            for fd in fds:
+                os.close(fd)
+            if kind == b"R" and body.isdigit():
+                RELEASED.add(int(body))
+                _reap_released()
+            continue
         try:
             pid = os.fork()
         except OSError as exc:
             pid = -exc.errno
         if pid == 0:
-            _run_forked(worker, control, workdir, fds)
+            _run_forked(worker, control, body, fds)
         for fd in fds:
             os.close(fd)
         control.sendall(struct.pack(">i", pid))
 
 
-def _reap_workers(signum, frame):
-    while True:
+def _reap_released(signum=None, frame=None):
+    for pid in list(RELEASED):
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            reaped, _ = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            reaped = pid
+        if reaped:
+            RELEASED.discard(pid)
 
 
 def _run_forked(worker, control, workdir, fds):
@@ -106,4 +120,4 @@ def _run_forked(worker, control, workdir, fds):
         except BaseException:
             pass
     finally:
-        os._exit(status)
+        _exit(status)

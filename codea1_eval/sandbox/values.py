@@ -135,7 +135,7 @@ _DECODERS = {
 _JSON = json.JSONDecoder()
 
 
-def parse_frame(raw: bytes) -> dict:
+def parse_frame(raw: bytes | bytearray) -> dict:
     """Parse one frame's JSON; raise ProtocolViolation on anything malformed."""
     try:
         frame = _JSON.decode(raw.decode())  # a worker's frames are ASCII (json.dumps' default)

@@ -5,7 +5,8 @@ never imports the harness: ``python -I -S worker.py RESULT_FD`` is one worker in
 ``python -I -S worker.py --serve CONTROL_FD PATHS`` is a fork-server template that forks workers
 (``template.py``).
 
-Protocol. The parent writes one pickled job to stdin (parent -> child data is trusted):
+Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets
+(parent -> child data is trusted):
 ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
 "time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int,
 "landlock": {...} | None}`` (see ``confine``).
@@ -136,12 +137,16 @@ class Channel:
 
 
 def apply_limits(limits):
-    """Apply rlimits (clipped to the hard limits) inside the worker."""
+    """Apply rlimits (clipped to the hard limits) inside the worker. CPU time also gets a hard limit one
+    second above: SIGXCPU at the soft one can be ignored, the SIGKILL at the hard one cannot (a worker
+    whose harness was killed would otherwise spin on)."""
     for name, value in limits.items():
         resource_id = getattr(resource, name)
         _, hard = resource.getrlimit(resource_id)
         if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
             value = hard
+        if name == "RLIMIT_CPU" and value != resource.RLIM_INFINITY:
+            hard = value + 1 if hard == resource.RLIM_INFINITY else min(hard, value + 1)
         try:
             resource.setrlimit(resource_id, (value, hard))
         except (ValueError, OSError):

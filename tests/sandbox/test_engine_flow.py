@@ -45,3 +45,9 @@ def test_the_longest_expected_programs_start_first():
                 for i, seconds in enumerate([0.1, 5.0, 0.0, 1.0, 0.0])]
     finished = [index for index, _ in Executor(parallel=1).map_unordered(programs)]
     assert finished == [1, 3, 0, 2, 4]
+
+
+def test_cpu_time_has_a_hard_limit_that_sigxcpu_cannot_escape():
+    code = "import resource\ndef limits():\n    return list(resource.getrlimit(resource.RLIMIT_CPU))\n"
+    soft, hard = run_program(Program(code, "limits", calls=[()], time_limits=[2.0])).calls[0].value
+    assert soft > 2 and hard == soft + 1

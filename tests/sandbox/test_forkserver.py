@@ -10,10 +10,12 @@ import signal
 import tempfile
 import time
 
+import psutil
 import pytest
 
 from codea1_eval.sandbox.engine import OK, RETURNED, Program, SandboxLimits, run_program
 from codea1_eval.sandbox.landlock import protections
+from codea1_eval.sandbox.session import WorkerSession
 from codea1_eval.sandbox.forkserver import SWITCH, template_for, template_pids
 
 pytestmark = pytest.mark.skipif(template_for("process") is None, reason="no pidfds on this kernel")
@@ -86,3 +88,23 @@ def test_a_candidate_that_kills_its_template_costs_nothing(monkeypatch, tmp_path
         assert result.calls[0].value == (errno.EPERM if protections("process")["signals"] else "killed")
         after = run_program(honest, SandboxLimits())
         assert after.status == OK and after.calls[0].value == 3
+
+
+def test_a_worker_is_reaped_only_after_the_harness_releases_it(monkeypatch, tmp_path):
+    """Until ``close`` the dead worker stays a zombie, so its pid (and process group) cannot be reused
+    while the harness may still signal them; after ``close`` the template reaps it."""
+    monkeypatch.setenv(SWITCH, "auto")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    program = Program("import os\nos._exit(3)\n", None, calls=[()], time_limits=[5.0])
+    session = WorkerSession(program, SandboxLimits(), 0, [])
+    pid = session.process.pid
+    session.process.wait(5.0)
+    time.sleep(0.3)  # time enough for the template to reap it, were it allowed to
+    assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    template = psutil.Process(pid).ppid()
+    assert template in template_pids()
+    session.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and psutil.pid_exists(pid) and psutil.Process(pid).ppid() == template:
+        time.sleep(0.05)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != template
