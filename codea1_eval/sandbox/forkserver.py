@@ -21,6 +21,7 @@ template per namespace set is future work); ``CODEA1_FORKSERVER=off`` starts eve
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import select
@@ -170,7 +171,9 @@ def enabled() -> bool:
     return setting == "auto" and _have_pidfds()
 
 
+@functools.cache
 def _have_pidfds() -> bool:
+    """Whether this kernel has pidfds (checked once per process: ``template_for`` asks before every worker)."""
     try:
         os.close(os.pidfd_open(os.getpid()))
     except (AttributeError, OSError):
