@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 from codea1_eval.errors import UserError
 from codea1_eval.models.attention import cpu_attention_implementation
+from codea1_eval.models.decode import decode, supports_fast_decoding
+from codea1_eval.models.sampling import top_p_sample, top_p_sample_reference
 from codea1_eval.models.base import (Completion, GenerationRequest, ResultCallback, SamplingParams,
                                     truncate_at_stop)
 
@@ -66,15 +68,23 @@ class HFBackend:
     bfloat16 on CPUs without bf16 matrix units). On CPU the model attends with ``sdpa-gqa``
     (``models/attention.py``): transformers' ``sdpa`` values without copying grouped KV heads.
     Greedy requests with ``n > 1`` are generated once.
+
+    ``decoding="fast"`` (default) runs ``models/decode.py``'s loop with ``models/sampling.py``'s draw:
+    the same tokens as ``decoding="generate"`` (transformers' ``generate`` with a full-sort top-p
+    draw, the backend before that loop; also used for models with sliding-window caches), in about
+    half the time on CPU (``perf/generation.py``). Both give the same samples, so they share an identity.
     """
 
-    def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto"):
+    def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto",
+                 decoding: str = "fast"):
         require_hf()
+        if decoding not in ("fast", "generate"):
+            raise UserError(f"unknown decoding {decoding!r}; use fast or generate")
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
         if dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise UserError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
-        self.batch_size, self.dtype, self._device_name = batch_size, dtype, device
+        self.batch_size, self.dtype, self._device_name, self.decoding = batch_size, dtype, device, decoding
         self.max_requests_per_call = batch_size
         local = Path(path).expanduser()
         self.path = str(local.resolve()) if local.is_dir() else path
@@ -110,6 +120,10 @@ class HFBackend:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         eos = self.model.generation_config.eos_token_id
+        # generate() stops a row at the generation config's end tokens only (not the tokenizer's).
+        self._eos_ids = torch.tensor([] if eos is None else eos if isinstance(eos, list) else [eos],
+                                     dtype=torch.long, device=self.device)
+        self._fast_decoding = self.decoding == "fast" and supports_fast_decoding(self.model)
         if eos is None:
             eos = self.tokenizer.eos_token_id
         self._end_ids = {*(eos if isinstance(eos, list) else [eos]), self.tokenizer.pad_token_id}
@@ -182,16 +196,24 @@ class HFBackend:
             if row.params.temperature > 0 and row.params.seed is not None:
                 generator = torch.Generator(self.device).manual_seed(row.params.seed + row.samples[0])
             generators.append(generator)
+        sampler = _Sampler(batch, generators, top_p_sample if self._fast_decoding else top_p_sample_reference)
+        stopper = _Stopper(self.tokenizer, batch, width)
+        max_new_tokens = max(row.params.max_tokens for row in batch)
         with torch.inference_mode():
-            output = self.model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=attention_mask.to(self.device),
-                do_sample=False,  # _Sampler picks every token; generate then takes its argmax
-                max_new_tokens=max(row.params.max_tokens for row in batch),
-                pad_token_id=self.tokenizer.pad_token_id,
-                logits_processor=LogitsProcessorList([_Sampler(batch, generators)]),
-                stopping_criteria=StoppingCriteriaList([_Stopper(self.tokenizer, batch, width)]),
-            )
+            if self._fast_decoding:
+                output = decode(self.model, input_ids.to(self.device), attention_mask.to(self.device),
+                                max_new_tokens, self.tokenizer.pad_token_id, sampler.choose,
+                                lambda ids: stopper(ids, None) | torch.isin(ids[:, -1], self._eos_ids))
+            else:
+                output = self.model.generate(
+                    input_ids=input_ids.to(self.device),
+                    attention_mask=attention_mask.to(self.device),
+                    do_sample=False,  # _Sampler picks every token; generate then takes its argmax
+                    max_new_tokens=max_new_tokens,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                    logits_processor=LogitsProcessorList([sampler]),
+                    stopping_criteria=StoppingCriteriaList([stopper]),
+                )
         return [self._completion(row, ids[width:]) for row, ids in zip(batch, output.tolist())]
 
     def _completion(self, row: _Row, new_ids: list[int]) -> Completion:
@@ -211,21 +233,26 @@ class _Sampler:
     """Logits processor choosing each row's token: argmax at temperature 0, else temperature/top-p
     sampling with the row's own seeded generator (so a sample does not depend on its batch-mates)."""
 
-    def __init__(self, batch: list[_Row], generators: list[Any]):
+    def __init__(self, batch: list[_Row], generators: list[Any], sample: Callable[..., int] = top_p_sample):
         self.params = [row.params for row in batch]
         self.generators = generators
+        self.sample = sample
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """As a logits processor: -inf everywhere but at the chosen tokens (``generate`` takes the argmax)."""
         import torch
+
+        choice = self.choose(scores)
+        return torch.full_like(scores, float("-inf")).scatter_(1, choice[:, None], 0.0)
+
+    def choose(self, scores: Any) -> Any:
+        """(B,) token ids chosen from (B, vocab) float32 logits."""
 
         choice = scores.argmax(dim=-1)
         for r, (params, generator) in enumerate(zip(self.params, self.generators)):
             if params.temperature > 0:
-                probs = torch.softmax(scores[r].float() / params.temperature, dim=-1)
-                probs, order = probs.sort(descending=True)
-                probs[probs.cumsum(0) - probs >= params.top_p] = 0  # top-p nucleus
-                choice[r] = order[torch.multinomial(probs, 1, generator=generator)]
-        return torch.full_like(scores, float("-inf")).scatter_(1, choice[:, None], 0.0)
+                choice[r] = self.sample(scores[r], params.temperature, params.top_p, generator)
+        return choice
 
 
 class _Stopper:

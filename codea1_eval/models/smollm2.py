@@ -54,9 +54,10 @@ def smollm2_checkpoint() -> Path:
 
 
 def smollm2_backend(argument: str = "", device: str | None = None, batch_size: int = 16,
-                    dtype: str = "auto") -> HFBackend:
+                    dtype: str = "auto", decoding: str = "fast") -> HFBackend:
     """The ``smollm2`` backend: an HFBackend on the converted checkpoint, with a fixed identity."""
-    backend = HFBackend(str(smollm2_checkpoint()), device=device, batch_size=batch_size, dtype=dtype)
+    backend = HFBackend(str(smollm2_checkpoint()), device=device, batch_size=batch_size, dtype=dtype,
+                        decoding=decoding)
     backend.identity = IDENTITY + backend.settings
     return backend
 

@@ -98,3 +98,24 @@ def test_cpu_generation_uses_grouped_attention_with_transformers_tokens(backend)
         backend.model.set_attn_implementation("sdpa-gqa")
     assert grouped == copied
     assert "def add(a, b):" in grouped[0][0].text and len(grouped[2]) == 2
+
+
+def test_fast_decoding_picks_the_tokens_transformers_generate_picks(backend):
+    """``decoding="fast"`` (growing KV buffers, one prefill per distinct prompt, top-k-first top-p draw)
+    gives the same completions as ``model.generate`` with the full-sort draw, on the coder prompt of two
+    HumanEval+ tasks: seeded samples (n=3, one prefill each), a greedy row and a stop string in one batch."""
+    from codea1_eval.benchmarks.base import load_benchmark
+    from codea1_eval.prompts import code_messages
+
+    problems = load_benchmark("humaneval+", None).problems[:2]
+    requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
+        n=3, temperature=0.7, top_p=0.95, max_tokens=40, seed=index)) for index, p in enumerate(problems)]
+    requests += [GenerationRequest(code_messages(problems[1].question), params=SamplingParams(max_tokens=40)),
+                 chat(ADD, max_tokens=40, stop=["return"])]
+    reference = load_backend("smollm2", {"batch_size": 8, "decoding": "generate"}, cache=None)
+    expected = reference.generate(requests)
+    assert backend._fast_decoding and not reference._fast_decoding
+    assert backend.generate(requests) == expected
+    assert [len(completions) for completions in expected] == [3, 3, 1, 1]
+    assert len({c.text for c in expected[0]}) == 3  # the samples differ: the draws are really sampled
+    assert "def add(a, b):" in expected[3][0].text and expected[3][0].finish_reason == "stop"  # cut at "return"
