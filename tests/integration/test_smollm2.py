@@ -114,8 +114,8 @@ def test_fast_decoding_picks_the_tokens_transformers_generate_picks(backend):
                  chat(ADD, max_tokens=40, stop=["return"])]
     reference = load_backend("smollm2", {"batch_size": 8, "decoding": "generate"}, cache=None)
     expected = reference.generate(requests)
-    assert backend._fast_decoding and not reference._fast_decoding
     assert backend.generate(requests) == expected
+    assert backend._fast_decoding and not reference._fast_decoding  # (set when the model loads)
     assert [len(completions) for completions in expected] == [3, 3, 1, 1]
     assert len({c.text for c in expected[0]}) == 3  # the samples differ: the draws are really sampled
     assert "def add(a, b):" in expected[3][0].text and expected[3][0].finish_reason == "stop"  # cut at "return"
