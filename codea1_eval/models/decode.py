@@ -2,22 +2,26 @@
 
 ``model.generate`` (transformers 5) spends on CPU a third of each decoding step re-copying the whole KV
 cache (``DynamicLayer`` grows by ``torch.cat``), and it prefills every row of a batch, even the ``n``
-identical prompts of one request's samples. This loop calls the model's forward exactly as
-``generate`` does (input ids, the 2-D attention mask, the cache; the model derives positions and masks
-itself), so every tensor the model computes is the same, and changes only bookkeeping:
+identical prompts of one request's samples. This loop calls the model's forward with what ``generate``
+passes (input ids, the 2-D attention mask, position ids counted from the mask, ``logits_to_keep=1``,
+the cache) and changes only bookkeeping:
 
 - the cache appends into buffers that double when full and hands the model views of the filled
   part (the same values, without copying the whole cache at every step);
-- each distinct prompt row is prefilled once and its cache rows and logits are copied to its
-  duplicates (matrix products over the prompt tokens give the same rows whether or not the
-  duplicates are in the batch: checked bit for bit in ``tests/integration/test_hf_decoding.py``).
+- on CPU, for models whose output head is a plain linear layer (``HEAD_IS_LINEAR``), each distinct
+  prompt row goes through the decoder once and its cache rows and last hidden state are copied to its
+  duplicates before the head runs on all rows, as in ``generate`` (the decoder's matrix products over
+  at least ``MIN_SHARED_PREFILL_TOKENS`` prompt tokens give the same rows with or without the
+  duplicates; checked bit for bit in ``tests/integration/test_smollm2.py``).
 
-Rows that finish keep decoding padding, as under ``generate``: dropping them would change the batch's
-matrix shapes, and with them the rounding of the rows still running.
+Rows that finish keep decoding padding, as under ``generate`` when the model has an end token:
+dropping them would change the batch's matrix shapes, and with them the rounding of the other rows.
+``supports_fast_decoding`` sends every model this loop does not mirror to ``generate`` itself.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 ChooseTokens = Callable[[Any], Any]
@@ -25,42 +29,96 @@ ChooseTokens = Callable[[Any], Any]
 RowsDone = Callable[[Any], Any]
 """(B, width + generated) token ids so far -> (B,) bool: rows that have just finished."""
 
+HEAD_IS_LINEAR = frozenset({"llama", "qwen2", "qwen3", "mistral", "phi3", "starcoder2"})
+"""Model types whose logits are ``lm_head(hidden_states[:, -1:])`` and nothing more (their modeling files)."""
+MIN_SHARED_PREFILL_TOKENS = 256
+"""Shared prefill only when the distinct rows hold this many tokens: matrix products over very few rows
+may take another kernel (and round differently) than over the whole batch's."""
+
+_DEFAULT_GENERATION_SETTINGS = {
+    "repetition_penalty": (None, 1.0), "encoder_repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
+    "encoder_no_repeat_ngram_size": (None, 0), "bad_words_ids": (None,), "min_length": (None, 0),
+    "min_new_tokens": (None, 0), "suppress_tokens": (None,), "begin_suppress_tokens": (None,),
+    "forced_bos_token_id": (None,), "forced_eos_token_id": (None,), "sequence_bias": (None,),
+    "exponential_decay_length_penalty": (None,), "renormalize_logits": (None, False),
+    "cache_implementation": (None,), "use_cache": (None, True), "prefill_chunk_size": (None,),
+}
+"""Generation-config settings under which ``generate`` (greedy) adds no logits processor of its own and
+uses a plain dynamic cache."""
+
 
 def supports_fast_decoding(model: Any) -> bool:
-    """Whether every layer of ``model``'s default cache is a plain growing one (no sliding window)."""
+    """Whether this loop mirrors ``generate`` for ``model``: a decoder-only model that takes a cache, whose
+    default cache is plain growing layers (no sliding window), and whose generation config adds nothing."""
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
+    config = model.generation_config
+    if model.config.is_encoder_decoder or not _accepts(model, "past_key_values"):
+        return False
+    if not getattr(model, "_supports_default_dynamic_cache", lambda: False)():
+        return False
+    if any(getattr(config, name, None) not in allowed for name, allowed in _DEFAULT_GENERATION_SETTINGS.items()):
+        return False
     return all(type(layer) is DynamicLayer for layer in DynamicCache(config=model.config).layers)
 
 
 def decode(model: Any, input_ids: Any, attention_mask: Any, max_new_tokens: int, pad_token_id: int,
-           choose: ChooseTokens, rows_done: RowsDone) -> Any:
+           choose: ChooseTokens, rows_done: RowsDone, pad_finished: bool = True) -> Any:
     """Left-padded ``input_ids`` followed by up to ``max_new_tokens`` chosen tokens per row (rows that
-    are done get ``pad_token_id``), stopping when every row is done, as ``model.generate`` with
-    ``do_sample=False`` and a logits processor that forces ``choose``'s tokens would."""
+    are done get ``pad_token_id`` when ``pad_finished``, as ``generate`` does when the model has an end
+    token), stopping when every row is done, as ``model.generate`` with ``do_sample=False`` and a logits
+    processor that forces ``choose``'s tokens would."""
     import torch
 
-    unique_rows, row_of_unique = _unique_rows(input_ids, attention_mask)
+    extra: dict[str, Any] = {"logits_to_keep": 1} if model._supports_logits_to_keep() else {}
+    positions = None
+    if _accepts(model, "position_ids"):
+        positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
     cache = _growing_cache(model, input_ids.shape[1] + max_new_tokens)
-    outputs = model(input_ids=input_ids[unique_rows], attention_mask=attention_mask[unique_rows],
-                    past_key_values=cache, use_cache=True, return_dict=True)
-    logits = outputs.logits[:, -1].to(copy=True, dtype=torch.float32)[row_of_unique]
-    del outputs
-    if len(unique_rows) < len(input_ids):
-        cache.batch_select_indices(row_of_unique)
+    logits = _prefill(model, input_ids, attention_mask, positions, cache, extra)
     sequences, unfinished = input_ids, torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
     for step in range(max_new_tokens):
-        tokens = torch.where(unfinished, choose(logits), pad_token_id)
+        tokens = choose(logits)
+        if pad_finished:
+            tokens = torch.where(unfinished, tokens, pad_token_id)
         sequences = torch.cat([sequences, tokens[:, None]], dim=-1)
         unfinished &= ~rows_done(sequences)
         if not unfinished.any() or step == max_new_tokens - 1:
             break
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(attention_mask), 1))], dim=-1)
+        if positions is not None:
+            positions = positions[:, -1:] + 1
+            extra["position_ids"] = positions
         outputs = model(input_ids=tokens[:, None], attention_mask=attention_mask, past_key_values=cache,
-                        use_cache=True, return_dict=True)
+                        use_cache=True, return_dict=True, **extra)
         logits = outputs.logits[:, -1].to(copy=True, dtype=torch.float32)
     return sequences
+
+
+def _prefill(model: Any, input_ids: Any, attention_mask: Any, positions: Any, cache: Any,
+             extra: dict[str, Any]) -> Any:
+    """(B, vocab) float32 logits of the prompts' last positions, the prompts now in ``cache``."""
+    import torch
+
+    inputs = {"attention_mask": attention_mask, "past_key_values": cache, "use_cache": True, "return_dict": True}
+    if positions is not None:
+        inputs["position_ids"] = positions
+    unique_rows, row_of_unique = _unique_rows(input_ids, attention_mask)
+    shared = (len(unique_rows) < len(input_ids) and input_ids.device.type == "cpu"
+              and model.config.model_type in HEAD_IS_LINEAR
+              and len(unique_rows) * input_ids.shape[1] >= MIN_SHARED_PREFILL_TOKENS)
+    if not shared:
+        return model(input_ids=input_ids, **inputs, **extra).logits[:, -1].to(copy=True, dtype=torch.float32)
+    inputs = {name: value[unique_rows] if torch.is_tensor(value) else value for name, value in inputs.items()}
+    hidden = model.base_model(input_ids=input_ids[unique_rows], **inputs).last_hidden_state
+    cache.batch_select_indices(row_of_unique)
+    last = hidden[:, -1:, :][row_of_unique]
+    return model.get_output_embeddings()(last)[:, -1].to(copy=True, dtype=torch.float32)
+
+
+def _accepts(model: Any, argument: str) -> bool:
+    return argument in inspect.signature(model.forward).parameters
 
 
 def _unique_rows(input_ids: Any, attention_mask: Any) -> tuple[Any, Any]:

@@ -69,10 +69,11 @@ class HFBackend:
     (``models/attention.py``): transformers' ``sdpa`` values without copying grouped KV heads.
     Greedy requests with ``n > 1`` are generated once.
 
-    ``decoding="fast"`` (default) runs ``models/decode.py``'s loop with ``models/sampling.py``'s draw:
-    the same tokens as ``decoding="generate"`` (transformers' ``generate`` with a full-sort top-p
-    draw, the backend before that loop; also used for models with sliding-window caches), in about
-    half the time on CPU (``perf/generation.py``). Both give the same samples, so they share an identity.
+    ``decoding="fast"`` (default) runs ``models/decode.py``'s loop with ``models/sampling.py``'s draw,
+    built to pick the tokens of ``decoding="generate"`` (transformers' ``generate`` with a full-sort
+    top-p draw: the backend before that loop, still used for every model the loop does not mirror) in
+    about half the time on CPU (``perf/generation.py``); on CPU the two are checked to give the same
+    completions (``tests/integration/test_smollm2.py``), so they share an identity.
     """
 
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto",
@@ -203,7 +204,8 @@ class HFBackend:
             if self._fast_decoding:
                 output = decode(self.model, input_ids.to(self.device), attention_mask.to(self.device),
                                 max_new_tokens, self.tokenizer.pad_token_id, sampler.choose,
-                                lambda ids: stopper(ids, None) | torch.isin(ids[:, -1], self._eos_ids))
+                                lambda ids: stopper(ids, None) | torch.isin(ids[:, -1], self._eos_ids),
+                                pad_finished=len(self._eos_ids) > 0)
             else:
                 output = self.model.generate(
                     input_ids=input_ids.to(self.device),

@@ -5,13 +5,14 @@ The reference draw (:func:`top_p_sample_reference`) sorts the whole vocabulary (
 generator in the same state, but sorts only the top candidates:
 
 - ``torch.multinomial(p, 1)`` on CPU is ``argmax(p / q)`` with ``q ~ Exp(1)`` drawn for every
-  position; positions outside the nucleus (``p = 0``) can never win, so only the candidates' ``q`` are
-  computed, and the generator is advanced past the rest by a cheaper draw that takes the same 64 bits
-  per position (both facts of torch's CPU kernels are checked once per process, else every ``q`` is drawn);
+  position (checked by ``tests/unit/test_top_p_sampling.py``); positions outside the nucleus
+  (``p = 0``) can never win, so only the candidates' ``q`` are computed, and the generator is advanced
+  past the rest by a cheaper draw that takes the same 64 bits per position (checked once per process,
+  else every ``q`` is drawn);
 - the nucleus is decided on the top ``k`` probabilities with the same ``cumsum``, whose prefix does
   not depend on what follows it; ``k`` grows until the nucleus ends inside the candidates with a margin;
 - the candidates' order equals the full sort's when no two of them are equal; with a tie, or a nucleus
-  that does not fit in 1,024 candidates, the reference draw runs instead.
+  that does not fit in 1,024 candidates, the reference draw runs instead; and always off the CPU.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def top_p_sample(logits: Any, temperature: float, top_p: float, generator: Any) 
     """:func:`top_p_sample_reference`'s token and generator state, sorting only the top candidates."""
     import torch
 
+    if logits.device.type != "cpu":  # the shortcuts below are facts of torch's CPU kernels only
+        return top_p_sample_reference(logits, temperature, top_p, generator)
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     size = probs.shape[-1]
     candidates = _FIRST_CANDIDATES if top_p < 1 else size  # top_p = 1 can still cut a tail: reference
