@@ -12,7 +12,8 @@ the cache) and changes only bookkeeping:
   prompt row goes through the decoder once and its cache rows and last hidden state are copied to its
   duplicates before the head runs on all rows, as in ``generate`` (the decoder's matrix products over
   at least ``MIN_SHARED_PREFILL_TOKENS`` prompt tokens give the same rows with or without the
-  duplicates; checked bit for bit in ``tests/integration/test_smollm2.py``).
+  duplicates). ``tests/unit/test_hf_decoding.py`` checks every step's logits against ``generate``'s bit
+  for bit, and ``tests/integration/test_smollm2.py`` the completions of SmolLM2 itself.
 
 Rows that finish keep decoding padding, as under ``generate`` when the model has an end token:
 dropping them would change the batch's matrix shapes, and with them the rounding of the other rows.
