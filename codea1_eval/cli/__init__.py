@@ -187,6 +187,8 @@ def train(
     max_new_tokens: int = typer.Option(512, min=1),
     temperature: float = typer.Option(1.0, min=0.01),
     alpha: float = typer.Option(0.5, min=0.0, max=1.0, help="Weight of R_val in the test reward."),
+    ablation: list[str] = typer.Option([], help="Code-A1 ablation (repeatable): no-code-access | "
+                                       "no-predicted-answer | no-mistake-book (README: training)."),
     topvar_keep: int = typer.Option(1, min=1, help="Codes per question whose suites train the tester (TopVar)."),
     learning_rate: float = typer.Option(1e-6, min=0.0, help="Peak learning rate (reference: 1e-6)."),
     warmup_steps: int = typer.Option(10, min=0, help="Linear warm-up steps, then cosine decay (reference: 10)."),
@@ -223,7 +225,8 @@ def train(
     else:
         config = TrainConfig(data=data or "", mode=mode, coder=coder, tester=tester, codes=codes, suites=suites,
                              questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
-                             temperature=temperature, alpha=alpha, topvar_keep=topvar_keep, learning_rate=learning_rate,
+                             temperature=temperature, alpha=alpha, ablations=tuple(ablation), topvar_keep=topvar_keep,
+                             learning_rate=learning_rate,
                              warmup_steps=warmup_steps, kl_beta=kl_beta, mini_batches=mini_batches,
                              weight_decay=weight_decay, dtype=dtype, seed=seed, steps=steps or 3,
                              save_every=save_every, out=out, parallel=parallel, rollout_engine=rollout_engine,
@@ -264,7 +267,8 @@ def train_sft_data(
 def table(
     run_dirs: list[Path] = typer.Argument(..., help="Run directories of avg, mul, bon or train."),
     layout: str = typer.Option("auto", help="auto (one table per kind of run) | coders (Table 1) | testers "
-                               "(Table 2) | bon (Table 5)."),
+                               "(Table 2) | ablations (Table 3: rows from the checkpoints' training records) | "
+                               "bon (Table 5)."),
     format: str = typer.Option("markdown", "--format", help="markdown | latex | csv"),
     k: Optional[int] = typer.Option(None, min=1, help="avg@k / pass@k column (default: the largest every run "
                                     "reports; testers prefer 5, 2, 1)."),

@@ -98,7 +98,7 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
                 done.update((record["key"], record) for record in records)
 
             generate_all(backend, requests, keep, advance, done=finished)
-        facts = generation_facts(backend)
+        facts = generation_facts(backend, config.coder)
     samples: dict[str, list[dict]] = {}
     for problem in benchmark.problems:
         samples[problem.task_id] = []

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any, Callable, Collection, Sequence
 
 from codea1_eval.models.base import Backend, Completion, GenerationRequest
+from codea1_eval.models.provenance import training_provenance
 from codea1_eval.models.cache import CachedBackend
 
 
@@ -42,12 +43,13 @@ def generate_all(backend: Backend, requests: Sequence[GenerationRequest],
         backend.generate([requests[i] for i in chunk], on_result=report)
 
 
-def generation_facts(backend: Backend) -> dict[str, Any]:
-    """What a run manifest records about generation: model identity, cache hits and misses."""
+def generation_facts(backend: Backend, spec: str | None = None) -> dict[str, Any]:
+    """What a run manifest records about generation: model identity, cache hits and misses, and the
+    training record of the checkpoint ``spec`` names (``models.provenance``; None when it has none)."""
     cache = None
     if isinstance(backend, CachedBackend):
         cache = {"path": str(backend.cache.path), "hits": backend.stats.hits, "misses": backend.stats.misses}
-    return {"model": backend.identity, "generation_cache": cache}
+    return {"model": backend.identity, "generation_cache": cache, "training": training_provenance(spec)}
 
 
 def task_seed(seed: int, task_id: str) -> int:

@@ -59,6 +59,12 @@ class Run:
         value = self.config.get(name)
         return value if value is not None else self.metrics.get(name)
 
+    def training(self, role: str) -> dict[str, Any] | None:
+        """The training record of the run's coder or tester checkpoint (``models.provenance``): how `train`
+        made it (mode, alpha, ablations, data sha256, step, base model), or None for any other model."""
+        section = self.manifest.get("generation" if self.command == "avg" else role)
+        return section.get("training") if isinstance(section, dict) else None
+
     def model(self, role: str) -> str:
         """The spec of the run's coder or tester; a samples-file coder is named by the file's stem."""
         spec = self.config.get(role)

@@ -4,6 +4,9 @@
   benchmark present), plus their mean;
 - ``testers`` (Table 2): tester rows x pass@k, mut@k (conditional by default, labelled) and Mul per
   benchmark;
+- ``ablations`` (Table 3): the Code-A1 checkpoints and their ablations, told apart by the training record
+  of each checkpoint (``models.provenance``): avg@k per benchmark and the mean, and Mul@k of the
+  matching testers when mul runs are given;
 - ``bon`` (Table 5): per coder, the coder alone (the expected accuracy of one of its candidates) and each
   coder x tester pair under best-of-N with the named selector, per benchmark.
 
@@ -96,12 +99,7 @@ def _unique_rows(pairs: Sequence[tuple[str, str, Run]]) -> dict[str, dict[str, R
 def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Table:
     """Table 1: avg@k per benchmark (k: the largest avg@k every run reports, unless given) and the mean."""
     runs = _only(runs, "avg")
-    common = set.intersection(*({record.k for record in run.records if record.name == "avg" and not record.variant}
-                                for run in runs))
-    if k is None:
-        k = max(common) if common else 1
-    if k not in common:
-        raise UserError(f"avg@{k} is not reported by every run (common: {sorted(common)})")
+    k = _avg_k(runs, k)
     benchmarks = _benchmarks(runs)
     rows = _unique_rows([(run.model("coder"), run.benchmark, run) for run in runs])
     table = Table(f"Coders: avg@{k} (%)", [f"{benchmark_label(b)} avg@{k}" for b in benchmarks] + ["Mean"])
@@ -111,6 +109,26 @@ def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Tabl
         mean = sum(values) / len(values) if None not in values else None
         table.rows.append((label, cells + [Cell(mean, source="mean of the row")]))
     return table
+
+
+def _avg_k(runs: Sequence[Run], k: int | None) -> int:
+    """``k``, or the largest avg@k every run reports; an error when some run does not report it."""
+    common = set.intersection(*({record.k for record in run.records if record.name == "avg" and not record.variant}
+                                for run in runs))
+    if k is None:
+        k = max(common) if common else 1
+    if k not in common:
+        raise UserError(f"avg@{k} is not reported by every run (common: {sorted(common)})")
+    return k
+
+
+def _tester_k(runs: Sequence[Run], k: int | None) -> int:
+    """``k``, or the largest of 5, 2, 1 that every mul run reports pass@k for."""
+    if k is None:
+        k = next((c for c in TESTER_KS if all(run.metric(f"pass@{c}") is not None for run in runs)), None)
+        if k is None:
+            raise UserError("the mul runs share no reported k")
+    return k
 
 
 def run_protocol(run: Run) -> str:
@@ -133,10 +151,7 @@ def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "con
     runs = _only(runs, "mul")
     if variant not in ("conditional", "plain"):
         raise UserError(f"unknown mut@k variant {variant!r}; use conditional or plain")
-    if k is None:
-        k = next((c for c in TESTER_KS if all(run.metric(f"pass@{c}") is not None for run in runs)), None)
-        if k is None:
-            raise UserError("the mul runs share no reported k")
+    k = _tester_k(runs, k)
     suffix = "_conditional" if variant == "conditional" else ""
     benchmarks = _benchmarks(runs)
     columns, keys = [], []
@@ -174,6 +189,50 @@ def bon_table(runs: Sequence[Run], selector: str = "most-passed", **_: object) -
     return table
 
 
+ABLATION_LABELS = {"no-code-access": "w/o code access", "no-predicted-answer": "w/o predicted answer",
+                   "no-mistake-book": "w/o Mistake Book"}
+
+
+def _ablation_label(run: Run, role: str) -> str:
+    """``Code-A1``, or ``w/o ...`` for each ablation its checkpoint was trained with."""
+    record = run.training(role)
+    if not record or record.get("mode") != "code-a1":
+        raise UserError(f"{run.name}: its {role} was not trained by `codea1-eval train --mode code-a1` "
+                        "(no Code-A1 training record in the manifest), so it has no row in the ablation table")
+    ablations = record.get("ablations") or []
+    return ", ".join(ABLATION_LABELS.get(a, a) for a in ablations) if ablations else "Code-A1"
+
+
+def ablations_table(runs: Sequence[Run], k: int | None = None, variant: str = "conditional", **_: object) -> Table:
+    """Table 3: one row per training variant (Code-A1, then each ablation): the Code LLM's avg@k per
+    benchmark and their mean, then the Test LLM's Mul@k per benchmark when mul runs are given."""
+    coders, testers = [run for run in runs if run.command == "avg"], [run for run in runs if run.command == "mul"]
+    if not coders and not testers:
+        raise UserError("this table needs avg or mul runs of checkpoints written by `codea1-eval train`")
+    code_rows = _unique_rows([(_ablation_label(run, "coder"), run.benchmark, run) for run in coders])
+    test_rows = _unique_rows([(_ablation_label(run, "tester"), run.benchmark, run) for run in testers])
+    code_benchmarks, test_benchmarks = _benchmarks(coders), _benchmarks(testers)
+    avg_k = _avg_k(coders, k) if coders else None
+    mul_key = f"mul@{_tester_k(testers, k)}" + ("_conditional" if variant == "conditional" else "") if testers else ""
+    columns = [f"{benchmark_label(b)} avg@{avg_k}" for b in code_benchmarks] + (["Mean"] if coders else [])
+    columns += [f"{benchmark_label(b)} {mul_key.replace('mul', 'Mul').replace('_conditional', ' (cond.)')}"
+                for b in test_benchmarks]
+    table = Table("Ablations (%)", columns)
+    known = ["Code-A1", *ABLATION_LABELS.values()]
+    labels = sorted({*code_rows, *test_rows}, key=lambda label: (known.index(label) if label in known else len(known),
+                                                                  label))
+    for label in labels:
+        by_benchmark, cells = code_rows.get(label, {}), []
+        if coders:
+            cells = [_cell(by_benchmark[b], f"avg@{avg_k}") if b in by_benchmark else Cell(None) for b in code_benchmarks]
+            values = [c.value for c in cells]
+            cells.append(Cell(sum(values) / len(values) if None not in values else None, source="mean of the row"))
+        tested = test_rows.get(label, {})
+        cells += [_cell(tested[b], mul_key) if b in tested else Cell(None) for b in test_benchmarks]
+        table.rows.append((label, cells))
+    return table
+
+
 def _random_cell(run: Run | None) -> Cell:
     return Cell(None) if run is None else _cell(run, "accuracy.random")
 
@@ -181,5 +240,7 @@ def _random_cell(run: Run | None) -> Cell:
 LAYOUTS: Registry[Callable[..., Table]] = Registry("table layout")
 LAYOUTS.register("coders", coders_table, help="Table 1: coder rows x avg@k per benchmark and their mean")
 LAYOUTS.register("testers", testers_table, help="Table 2: tester rows x pass@k, mut@k (conditional) and Mul")
+LAYOUTS.register("ablations", ablations_table, help="Table 3: Code-A1 and its ablations (from the checkpoints' "
+                 "training records): avg@k per benchmark, the mean, and the testers' Mul")
 LAYOUTS.register("bon", bon_table, help="Table 5: coder alone and coder x tester pairs under best-of-N")
 LAYOUT_OF_COMMAND = {"avg": "coders", "mul": "testers", "bon": "bon"}

@@ -23,14 +23,17 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.config import run_only
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
+from codea1_eval.models.provenance import write_training_record
 from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jsonl_atomic
 from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.sandbox.landlock import sandbox_facts
 from codea1_eval.train import checkpoints
+from codea1_eval.train.ablations import checked_ablations
 from codea1_eval.train.data import TrainProblem, load_train_problems
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
                                            parameters_digest)
@@ -42,7 +45,7 @@ from codea1_eval.train.step import step_statistics
 BOOK, LOG, ROLLOUTS, STATE = "mistake_book.json", "train_log.jsonl", "rollouts.jsonl", "state.json"
 SCHEMA = 1
 LEGACY_VALUES: dict[str, Any] = {"mini_batches": 1, "weight_decay": 0.0, "dtype": "float32",
-                                 "lr_schedule": "constant_with_warmup"}
+                                 "lr_schedule": "constant_with_warmup", "ablations": ()}
 """Fields added after runs were recorded without them, with the behaviour those runs had."""
 _ABSENT = object()
 
@@ -61,6 +64,7 @@ class TrainConfig:
     max_new_tokens: int = 512
     temperature: float = 1.0
     alpha: float = 0.5
+    ablations: tuple[str, ...] = ()
     topvar_keep: int = 1
     learning_rate: float = 1e-6
     warmup_steps: int = 10
@@ -79,6 +83,9 @@ class TrainConfig:
     parallel: int | None = run_only()
     isolation: str = run_only("process")
     executor: str = run_only("local")
+
+    def __post_init__(self) -> None:
+        self.ablations = tuple(sorted(set(self.ablations)))  # a manifest's list, or names in any order
 
     def identity(self) -> dict:
         """The fields that define the run (its config hash). A field added later is left out while it
@@ -144,7 +151,9 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
     local = replace(config, questions_per_step=config.questions_per_step // ranks.count)
     plans = mode.policies(local)
     out = Path(config.out or "runs/train")
-    facts = {"data": str(config.data), "questions": len(problems), "processes": ranks.count}
+    data_file = Path(config.data)
+    facts = {"data": str(config.data), "data_sha256": file_sha256(data_file) if data_file.is_file() else None,
+             "questions": len(problems), "processes": ranks.count}
     limits, private = SandboxLimits(isolation=config.isolation), [Path(config.data).resolve().parent, cache_dir()]
     if ranks.is_main:  # opens (or checks) the run dir and drops records of steps after the last checkpoint
         run = RunDir(out, "train", config.identity())
@@ -200,7 +209,7 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                         log.write(json.dumps(last) + "\n")
                 if step % config.save_every == 0 or step == config.steps:
                     if ranks.is_main:
-                        _save_checkpoint(run, plans, policies, step, book)
+                        _save_checkpoint(run, plans, policies, step, book, _training_record(config, run, facts))
                     ranks.barrier()
                 advance(1)
         if ranks.is_main:
@@ -212,13 +221,22 @@ def _checkpoint_dirs(plans: list[PolicyPlan]) -> list[str]:
     return [directory for plan in plans for directory in plan.saved_as]
 
 
+def _training_record(config: TrainConfig, run: RunDir, facts: dict[str, Any]) -> dict[str, Any]:
+    """What every checkpoint of this run records about its training (``models.provenance``)."""
+    return {"run": str(run.path.resolve()), "config_hash": run.config_hash, "mode": config.mode,
+            "alpha": config.alpha, "ablations": list(config.ablations), "data": facts["data"],
+            "data_sha256": facts["data_sha256"], "config": config.identity()}
+
+
 def _save_checkpoint(run: RunDir, plans: list[PolicyPlan], policies: dict[str, Any], step: int,
-                     book: MistakeBook) -> None:
-    """Stage every policy's checkpoint, commit the step in ``state.json``, then swap the staged ones in."""
+                     book: MistakeBook, record: dict[str, Any]) -> None:
+    """Stage every policy's checkpoint (each with its training record), commit the step in ``state.json``,
+    then swap the staged ones in."""
     for plan in plans:
         for directory in plan.saved_as:
             staged = checkpoints.staging(run.file(directory))
             policies[plan.role].save(staged)
+            write_training_record(staged, {**record, "role": directory, "base_model": plan.spec, "step": step})
             checkpoints.mark_step(staged, step)
     write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
     for directory in _checkpoint_dirs(plans):
@@ -276,6 +294,7 @@ def _require_tests(problems: list[TrainProblem], config: TrainConfig) -> None:
 
 def _check(config: TrainConfig) -> None:
     TRAIN_MODES.check(config.mode)
+    checked_ablations(config.ablations, config.mode)
     if not config.data:
         raise UserError("give the training questions with --data FILE (generic JSONL or KodCode-V1)")
     for name in ("codes", "suites", "questions_per_step", "steps", "save_every", "mini_batches"):

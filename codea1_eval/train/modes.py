@@ -1,7 +1,8 @@
 """Training modes (``--mode``): what one step samples, how it rewards, and which policies it updates.
 
 - ``code-a1`` (default): the adversarial loop of DESIGN §8 (``step.score_step``): M codes per question
-  from the code policy, N white-box suites per code from the test policy, Mistake Book, TopVar.
+  from the code policy, N white-box suites per code from the test policy, Mistake Book, TopVar; the
+  paper's ablations (``train.ablations``) switch parts of it off.
 - ``golden``: the code policy alone; a code's reward is its ground-truth test pass rate.
 - ``self-play``: one model in both roles (CURE): M codes and N black-box suites per question from the
   same policy, one joint GRPO step; codes earn their ground-truth pass rate, each generated test CURE's
@@ -20,6 +21,7 @@ from codea1_eval.extract import extract_code
 from codea1_eval.prompts import assert_test_messages, code_messages
 from codea1_eval.registry import Registry
 from codea1_eval.sandbox import Executor
+from codea1_eval.train.ablations import NO_CODE_ACCESS, NO_MISTAKE_BOOK, NO_PREDICTED_ANSWER
 from codea1_eval.train.data import TrainProblem
 from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.mistake_book import MistakeBook
@@ -82,14 +84,17 @@ class CodeA1Mode:
 
     def step(self, config, batch, policies, book, executor) -> StepOutcome:
         code_rollouts = policies["code"].sample([code_messages(p.question) for p in batch], config.codes)
-        chats = [assert_test_messages(p.question, extract_code(r.text)[0])
+        sees_code = NO_CODE_ACCESS not in config.ablations
+        chats = [assert_test_messages(p.question, extract_code(r.text)[0] if sees_code else None)
                  for p, rows in zip(batch, code_rollouts) for r in rows]
         suites = policies["test"].sample(chats, config.suites)
         suite_rollouts = [suites[i * config.codes:(i + 1) * config.codes] for i in range(len(batch))]
         scores = score_step(batch, {p.question_id: [r.text for r in rows] for p, rows in zip(batch, code_rollouts)},
                             {p.question_id: [[r.text for r in row] for row in rows]
                              for p, rows in zip(batch, suite_rollouts)},
-                            book, executor, config.alpha, config.topvar_keep)
+                            book, executor, config.alpha, config.topvar_keep,
+                            use_book=NO_MISTAKE_BOOK not in config.ablations,
+                            judge_answers=NO_PREDICTED_ANSWER not in config.ablations)
         selected = [(i, m) for i, q in enumerate(scores) for m in q.selected_codes]
         updates = {
             "code": ([r for rows in code_rollouts for r in rows], [x for q in scores for x in q.code_rewards]),

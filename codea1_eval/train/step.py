@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from codea1_eval.asserts import (FAITHFUL, NO_ASSERT, NOT_A_CALL, UNPARSEABLE, VALID, AssertResult, SuiteResult,
-                                 AssertJob, extract_asserts, run_asserts, validate_suites)
+                                 WRONG_ANSWER, AssertJob, extract_asserts, run_asserts, validate_suites)
 from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem
 from codea1_eval.train.topvar import population_std, topvar_select
@@ -71,14 +71,19 @@ def history_test(testcase: str, entry_point: str) -> AssertResult | None:
     return AssertResult(VALID, testcase, parsed.call, parsed.op, parsed.predicted, parsed.predicted, testcase)
 
 
-def _invalid_count(suite: SuiteResult) -> int:
-    return sum(result.status != VALID and result.status not in NOT_EXTRACTED for result in suite.results)
+def _invalid_count(suite: SuiteResult, judge_answers: bool = True) -> int:
+    """The suite's invalid tests for R_val; a wrong answer counts unless ``judge_answers`` is off."""
+    ignored = NOT_EXTRACTED if judge_answers else (*NOT_EXTRACTED, WRONG_ANSWER)
+    return sum(result.status != VALID and result.status not in ignored for result in suite.results)
 
 
 def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[str]],
                suite_responses: dict[str, list[list[str]]], book: MistakeBook, executor: Executor | None = None,
-               alpha: float = 0.5, topvar_keep: int = 1, mode: str = FAITHFUL) -> list[QuestionScores]:
-    """Score a step and update ``book``: ``suite_responses[qid][m]`` are the N suites written for code m."""
+               alpha: float = 0.5, topvar_keep: int = 1, mode: str = FAITHFUL, use_book: bool = True,
+               judge_answers: bool = True) -> list[QuestionScores]:
+    """Score a step and update ``book``: ``suite_responses[qid][m]`` are the N suites written for code m.
+    ``use_book=False`` neither reads nor updates the book; ``judge_answers=False`` keeps wrong predicted
+    answers out of R_val's invalid count (the ablations of ``train.ablations``)."""
     executor = executor or Executor()
     jobs = [(p, m, n) for p in problems for m, row in enumerate(suite_responses[p.question_id])
             for n in range(len(row))]
@@ -88,7 +93,8 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
     scores, jobs_to_run, tests_per_program = [], [], []
     for problem in problems:
         qid = problem.question_id
-        history = [t for t in (history_test(tc, problem.entry_point) for tc in book.top(qid, DEFAULT_TOP)) if t]
+        entries = book.top(qid, DEFAULT_TOP) if use_book else []
+        history = [t for t in (history_test(tc, problem.entry_point) for tc in entries) if t]
         codes = [problem.program(r) for r in code_responses[qid]]
         scores.append(QuestionScores(qid, codes, [], [], [], [t.assert_source for t in history], []))
         for m, code in enumerate(codes):
@@ -101,15 +107,17 @@ def score_step(problems: Sequence[TrainProblem], code_responses: dict[str, list[
     for (problem, m, suites, history), run in zip(tests_per_program,
                                                   run_asserts(executor, jobs_to_run, CALL_TIME_LIMIT_S)):
         _score_code(by_question[problem.question_id], m, suites, history, list(run.passed), run.guard_held,
-                    suite_responses[problem.question_id][m], alpha)
+                    suite_responses[problem.question_id][m], alpha, judge_answers)
     for question in scores:
-        _update_book(book, question)
+        if use_book:
+            _update_book(book, question)
         question.selected_codes = topvar_select(question.suite_rewards, topvar_keep) if question.suites else []
     return scores
 
 
 def _score_code(question: QuestionScores, m: int, suites: list[SuiteResult], history: list[AssertResult],
-                verdicts: list[bool], defines: bool, responses: list[str], alpha: float) -> None:
+                verdicts: list[bool], defines: bool, responses: list[str], alpha: float,
+                judge_answers: bool) -> None:
     history_verdicts = verdicts[len(verdicts) - len(history):] if history else []
     history_passed = sum(history_verdicts)
     start, outcomes, row = 0, [], []
@@ -119,7 +127,7 @@ def _score_code(question: QuestionScores, m: int, suites: list[SuiteResult], his
         start += len(kept)
         outcome = SuiteOutcome(tuple(suite_passes), history_passed, len(history), defines)
         outcomes.append(outcome)
-        invalid = _invalid_count(suite)
+        invalid = _invalid_count(suite, judge_answers)
         r_val = validity_reward(len(kept), invalid)
         r_adv = adversarial_reward(outcome)
         row.append(SuiteScore(response, [t.assert_source for t in kept], invalid, list(suite_passes),

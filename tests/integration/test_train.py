@@ -4,6 +4,8 @@ adversarial mode once with the embedded SmolLM2 in both roles, and the GRPO lear
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
@@ -118,8 +120,13 @@ def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
     assert json.loads((out / "state.json").read_text())["step"] == 4
 
 
-def test_the_harness_evaluates_what_training_wrote(trained, tmp_path):
-    out, _ = trained
+def test_the_harness_evaluates_what_training_wrote(trained, tiny_model, tmp_path):
+    """avg and mul run on the checkpoints, carry their training records into the manifests, and the
+    ablation table (Table 3) reads them back as the Code-A1 row."""
+    from codea1_eval.benchmarks.data import file_sha256
+
+    out, data = trained
+    step = json.loads((out / "state.json").read_text())["step"]
     coder = _cli("avg", "--coder", str(out / "code"), "--benchmark", "humaneval", "--limit", "5", "-n", "1",
                  "--max-tokens", "96", "--out", str(tmp_path / "avg"))
     assert coder.returncode == 0, coder.stderr[-3000:]
@@ -128,6 +135,19 @@ def test_the_harness_evaluates_what_training_wrote(trained, tmp_path):
                   "--max-tokens", "96", "--out", str(tmp_path / "mul"))
     assert tester.returncode == 0, tester.stderr[-3000:]
     assert json.loads((tmp_path / "mul" / "metrics.json").read_text())["n_tasks"] == 5
+    for run, section, role in (("avg", "generation", "code"), ("mul", "tester", "test")):
+        record = json.loads((tmp_path / run / "manifest.json").read_text())[section]["training"]
+        assert {key: record[key] for key in ("mode", "alpha", "ablations", "role", "step", "base_model")} == {
+            "mode": "code-a1", "alpha": 0.5, "ablations": [], "role": role, "step": step, "base_model": str(tiny_model)}
+        assert record["data_sha256"] == file_sha256(data) and record["run"] == str(out.resolve())
+    table = _cli("table", str(tmp_path / "avg"), str(tmp_path / "mul"), "--layout", "ablations", "--format", "csv")
+    assert table.returncode == 0, table.stderr[-3000:]
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))
+    avg, mul = (json.loads((tmp_path / run / "metrics.json").read_text()) for run in ("avg", "mul"))
+    assert [row["row"] for row in rows] == ["Code-A1"]
+    assert {column: float(rows[0][column]) for column in ("HumanEval avg@1", "Mean", "ULT-Lite Mul@1 (cond.)")} == {
+        "HumanEval avg@1": round(avg["avg@1"], 2), "Mean": round(avg["avg@1"], 2),
+        "ULT-Lite Mul@1 (cond.)": round(mul["mul@1_conditional"], 2)}
 
 
 def test_grpo_steps_follow_the_reward(tmp_path):

@@ -39,7 +39,7 @@ def make_candidates(config: BonConfig, benchmark: Benchmark, run: RunDir, facts:
                 out.append({"task_id": problem.task_id, "candidates": done[problem.task_id]})
 
             generate_all(backend, requests, keep, advance, done=finished)
-        facts["coder"] = generation_facts(backend)
+        facts["coder"] = generation_facts(backend, config.coder)
     return done
 
 
@@ -79,7 +79,7 @@ def make_suites(config: BonConfig, benchmark: Benchmark, candidates: dict[str, l
                 done[(problem.task_id, shown)] = suites
 
             generate_all(backend, requests, keep, advance, done=finished)
-        facts["tester"] = generation_facts(backend)
+        facts["tester"] = generation_facts(backend, config.tester)
     by_problem: dict[str, list[dict]] = {p.task_id: [] for p in benchmark.problems}
     for problem, shown in jobs:
         by_problem[problem.task_id].extend(done[(problem.task_id, shown)])

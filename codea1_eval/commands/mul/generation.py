@@ -40,7 +40,7 @@ def white_box_code(config: MulConfig, benchmark: Benchmark, run: RunDir, facts: 
                 done[problem.task_id] = code
 
             generate_all(backend, requests, keep, advance, done=finished)
-        facts["coder"] = generation_facts(backend)
+        facts["coder"] = generation_facts(backend, config.coder)
     return done
 
 
@@ -90,5 +90,5 @@ def generate_replies(config: MulConfig, benchmark: Benchmark, run: RunDir, execu
 
             generate_all(backend, requests, keep, advance, done=finished)
     if backend is not None:
-        facts["tester"] = generation_facts(backend)
+        facts["tester"] = generation_facts(backend, config.tester)
     return {task_id: [by_round[r] for r in range(rounds)] for task_id, by_round in replies.items()}
