@@ -175,4 +175,5 @@ def test_server_killed_mid_run_keeps_finished_generations(server, tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert _keys(run)[:len(kept)] == kept  # finished generations kept, in place
     assert sorted(_keys(run)) == sorted(f"HumanEval/{t}#{i}" for t in range(4) for i in range(2))
-    assert _generation(run) == {"model": f"openai:smollm2@{server.base_url}", "generation_cache": None}
+    assert _generation(run) == {"model": f"openai:smollm2@{server.base_url}", "generation_cache": None,
+                               "training": None}  # a served model: no training record
