@@ -21,11 +21,12 @@ def training_provenance(spec: str | None) -> dict[str, Any] | None:
     directory, or an unreadable record)."""
     if not spec:
         return None
+    from codea1_eval.errors import UserError
     from codea1_eval.models.spec import parse_model_spec
 
     try:
         backend, argument = parse_model_spec(spec)
-    except Exception:  # a spec the command itself will reject with its own message
+    except UserError:  # a spec the command itself rejects with its own message
         return None
     record = Path(argument) / TRAINING_FILE
     if backend not in ("hf", "vllm") or not record.is_file():
