@@ -9,9 +9,10 @@ A random model writes noise, so every reward would be 0 and GRPO would never mov
 model is therefore imprinted for about a minute on four answers to HumanEval/53 (``add(x, y)``): a
 ``python`` block with a code, right (``x + y``) or wrong (``x - y``), then one with an assert, valid
 (``add(3, 2) == 5``) or raising (``add(y, 2) == 5``), with equal weight (coders keep the first block,
-testers read the asserts of all blocks). Sampled after the prompts of that question, it writes one of
-them (each choice about 50/50), so rewards differ inside a group in either role, as with a real model,
-and the mechanics tests can demand non-zero gradients. After any other prompt it writes noise, which is all that plumbing tests need.
+testers read the asserts of all blocks). Sampled after the prompts of that question (the coder's, the
+black-box tester's, and the white-box tester's for either code), it writes one of them (each choice about
+50/50), so rewards differ inside a group in either role, as with a real model, and the mechanics tests can
+demand non-zero gradients. After any other prompt it writes noise, which is all that plumbing tests need.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def build_tiny_model(out: Path, tokenizer_source: Path, seed: int = 0) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     problem, = humaneval_smoke_problems((QUESTION_ID,))
     codes = sorted({extract_code(answer)[0] for answer in ANSWERS})
-    chats = [code_messages(problem.question), *(assert_test_messages(problem.question, code) for code in codes)]
+    chats = [code_messages(problem.question), assert_test_messages(problem.question),  # coder, black-box tester
+             *(assert_test_messages(problem.question, code) for code in codes)]  # white-box tester
     answers = torch.tensor([tokenizer(answer, add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
                             for answer in ANSWERS])  # the four answers have the same length in tokens
     prompts = [tokenizer(tokenizer.apply_chat_template(list(chat), tokenize=False, add_generation_prompt=True),

@@ -88,6 +88,18 @@ def humaneval_smoke_problems(task_ids: tuple[str, ...] = SMOKE_TASKS) -> list[Tr
             for t in task_ids]
 
 
+def test_source_of(source: str | Path) -> dict[str, Any] | None:
+    """Where a training file's ground-truth tests came from: ``train golden-data`` records the tester (and
+    its training record) in each row's ``test_source``; None for any other file (human-written tests)."""
+    path = Path(source)
+    if not path.is_file() or path.suffix == ".parquet":
+        return None
+    for _, row in read_rows(path):
+        value = row.get("test_source")
+        return value if isinstance(value, dict) else None
+    return None
+
+
 def write_generic_jsonl(problems: Iterable[TrainProblem], path: Path) -> Path:
     """Write questions as generic JSONL (the smoke data of tests and examples)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.sandbox.landlock import sandbox_facts
 from codea1_eval.train import checkpoints
 from codea1_eval.train.ablations import checked_ablations
-from codea1_eval.train.data import TrainProblem, load_train_problems
+from codea1_eval.train.data import TrainProblem, load_train_problems, test_source_of
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
                                            parameters_digest)
 from codea1_eval.train.mistake_book import MistakeBook
@@ -109,7 +109,7 @@ class TrainConfig:
         return config
 
 
-def _checkpoint_of(spec: str) -> Path:
+def starting_checkpoint(spec: str) -> Path:
     """The checkpoint directory a policy starts from: ``smollm2``, ``hf:DIR`` or a directory."""
     from codea1_eval.models.smollm2 import smollm2_checkpoint
     from codea1_eval.models.spec import parse_model_spec
@@ -174,7 +174,7 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
         book = MistakeBook.from_json(json.dumps(state["mistake_book"])) if "mistake_book" in state else MistakeBook()
 
         def policy(plan: PolicyPlan) -> Policy:
-            saved, initial = run.file(plan.saved_as[0]), _checkpoint_of(plan.spec)
+            saved, initial = run.file(plan.saved_as[0]), starting_checkpoint(plan.spec)
             checkpoint = saved if start and (saved / "config.json").is_file() else initial
             settings = PolicySettings(
                 group_size=plan.group, batch_completions=plan.batch, max_new_tokens=config.max_new_tokens,
@@ -225,7 +225,8 @@ def _training_record(config: TrainConfig, run: RunDir, facts: dict[str, Any]) ->
     """What every checkpoint of this run records about its training (``models.provenance``)."""
     return {"run": str(run.path.resolve()), "config_hash": run.config_hash, "mode": config.mode,
             "alpha": config.alpha, "ablations": list(config.ablations), "data": facts["data"],
-            "data_sha256": facts["data_sha256"], "config": config.identity()}
+            "data_sha256": facts["data_sha256"], "test_source": test_source_of(config.data),
+            "config": config.identity()}
 
 
 def _save_checkpoint(run: RunDir, plans: list[PolicyPlan], policies: dict[str, Any], step: int,

@@ -1,0 +1,101 @@
+"""`codea1-eval train golden-data`: a tester writes the golden tests of a training file (paper Table 4).
+
+For each training question the tester (any model spec) writes ``suites`` suites of asserts from the
+question alone (the Code-A1 black-box tester prompt). Each suite is validated on the question's reference
+solution as Code-A1 validates tests (DESIGN §5, mode ``faithful``): a call that raises or times out on the
+reference is dropped, a wrong predicted answer is corrected to the reference's value, repeats are dropped.
+The kept asserts of all suites, in order and unique, at most ``max_tests``, become the question's new
+``test`` program, one ``test_golden_K`` function each, so ``train --mode golden`` rewards a code with the
+share of them it passes. Questions for which the tester wrote no usable test are left out (and counted).
+
+Every row records where its tests came from in ``test_source``: the tester's spec and its training record
+(``models.provenance``: None for a model `train` did not make), which ``train`` copies into its
+checkpoints' records and ``table --layout golden-sources`` reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codea1_eval.asserts import FAITHFUL, extract_asserts, validate_suites
+from codea1_eval.display import progress
+from codea1_eval.errors import UserError
+from codea1_eval.models.provenance import training_provenance
+from codea1_eval.results import write_jsonl_atomic
+from codea1_eval.sandbox import Executor
+from codea1_eval.train.data import TrainProblem, load_train_problems
+from codea1_eval.train.ground_truth import pass_rates_by_question
+from codea1_eval.train.rewards import TARGET_TESTS
+
+
+@dataclass
+class GoldenDataConfig:
+    """Inputs of ``train golden-data``."""
+
+    data: str
+    out: Path
+    tester: str = "smollm2"
+    suites: int = 4
+    max_tests: int = TARGET_TESTS
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int = 0
+    limit: int | None = None
+    parallel: int | None = None
+    batch_size: int = 16
+    backend_options: dict = field(default_factory=dict)
+
+
+def golden_test_program(asserts: list[str]) -> str:
+    """The ``test`` program of a question: one pytest function per assert."""
+    return "".join(f"def test_golden_{number}():\n    {line}\n\n\n" for number, line in enumerate(asserts, 1))
+
+
+def build_golden_data(config: GoldenDataConfig) -> dict[str, Any]:
+    """Have the tester write and validate golden tests, write the new training file; return counts."""
+    from codea1_eval.benchmarks.base import Problem
+    from codea1_eval.config import RunOptions
+    from codea1_eval.models.driver import generate_all
+    from codea1_eval.requests import tester_request
+
+    problems = load_train_problems(config.data, config.limit)
+    executor = Executor(parallel=config.parallel)
+    backend = RunOptions(batch_size=config.batch_size, backend_options=config.backend_options).load_backend(config.tester)
+    requests = [tester_request(Problem(p.question_id, p.question, p.entry_point, p.solution), None, config.suites,
+                               config.temperature, config.top_p, config.max_tokens, config.seed,
+                               f"golden:{p.question_id}") for p in problems]
+    replies: dict[int, list[str]] = {}
+    with progress(f"golden suites ({config.tester})", len(requests) * config.suites) as advance:
+        generate_all(backend, requests, lambda i, completions: replies.__setitem__(i, [c.text for c in completions]),
+                     advance)
+    source = {"tester": config.tester, "training": training_provenance(config.tester)}
+    kept: list[TrainProblem] = []
+    without_tests = []
+    for index, problem in enumerate(problems):
+        asserts = _validated_asserts(problem, replies[index], executor)[:config.max_tests]
+        if asserts:
+            kept.append(TrainProblem(problem.question_id, problem.question, problem.entry_point, problem.solution,
+                                     test=golden_test_program(asserts)))
+        else:
+            without_tests.append(problem.question_id)
+    if not kept:
+        raise UserError(f"{config.tester} wrote no test that runs on a reference solution, for any of "
+                        f"{len(problems)} questions; nothing to train on")
+    reference_rates = pass_rates_by_question(kept, [[p.solution] for p in kept], executor)
+    failing = [p.question_id for p, ((passed, total),) in zip(kept, reference_rates) if passed != total]
+    if failing:  # the asserts held on the reference when validated; a difference means the judge disagrees
+        raise UserError(f"the golden tests of {failing[0]} fail on its own reference solution")
+    Path(config.out).parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl_atomic(Path(config.out), [{**asdict(p), "test_source": source} for p in kept])
+    return {"questions": len(problems), "with_tests": len(kept), "tests": sum(p.test.count("def test_") for p in kept),
+            "questions_without_tests": without_tests, "out": str(config.out)}
+
+
+def _validated_asserts(problem: TrainProblem, replies: list[str], executor: Executor) -> list[str]:
+    """The kept asserts (Code-A1's validation on the reference) of every reply, in order and unique."""
+    extractions = [extract_asserts(reply, problem.entry_point) for reply in replies]
+    suites = validate_suites(extractions, [problem.solution] * len(replies), FAITHFUL, executor)
+    return list(dict.fromkeys(test.assert_source for suite in suites for test in suite.kept))
