@@ -170,7 +170,7 @@ def table(
     run_dirs: list[Path] = typer.Argument(..., help="Run directories of avg, mul, bon or train."),
     layout: str = typer.Option("auto", help="auto (one table per kind of run) | coders (Table 1) | testers "
                                "(Table 2) | ablations (Table 3: rows from the checkpoints' training records) | "
-                               "bon (Table 5)."),
+                               "golden-sources (Table 4: the same, by golden-test source) | bon (Table 5)."),
     format: str = typer.Option("markdown", "--format", help="markdown | latex | csv"),
     k: Optional[int] = typer.Option(None, min=1, help="avg@k / pass@k column (default: the largest every run "
                                     "reports; testers prefer 5, 2, 1)."),

@@ -7,6 +7,9 @@
 - ``ablations`` (Table 3): the Code-A1 checkpoints and their ablations, told apart by the training record
   of each checkpoint (``models.provenance``): avg@k per benchmark and the mean, and Mul@k of the
   matching testers when mul runs are given;
+- ``golden-sources`` (Table 4): Code LLMs trained with ``--mode golden`` on tests of different sources
+  (human-annotated, or written by a base, SFT or Code-A1 tester through ``train golden-data``), told apart
+  by the training records: avg@k per benchmark and the mean;
 - ``bon`` (Table 5): per coder, the coder alone (the expected accuracy of one of its candidates) and each
   coder x tester pair under best-of-N with the named selector, per benchmark.
 
@@ -69,7 +72,7 @@ def _benchmarks(runs: Sequence[Run]) -> list[str]:
     return sorted({run.benchmark for run in runs}, key=_benchmark_key)
 
 
-def _cell(run: Run, key: str) -> Cell:
+def metric_cell(run: Run, key: str) -> Cell:
     """The run's metric record ``key`` (``avg@32``, ``mut@5_conditional``, ``accuracy.codet``) with its interval."""
     record = run.metric(key)
     if record is None or record.value is None:
@@ -85,7 +88,7 @@ def _only(runs: Sequence[Run], command: str) -> list[Run]:
     return chosen
 
 
-def _unique_rows(pairs: Sequence[tuple[str, str, Run]]) -> dict[str, dict[str, Run]]:
+def unique_rows(pairs: Sequence[tuple[str, str, Run]]) -> dict[str, dict[str, Run]]:
     """label -> benchmark -> run, refusing two runs for one cell."""
     table: dict[str, dict[str, Run]] = {}
     for label, benchmark, run in pairs:
@@ -99,19 +102,19 @@ def _unique_rows(pairs: Sequence[tuple[str, str, Run]]) -> dict[str, dict[str, R
 def coders_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Table:
     """Table 1: avg@k per benchmark (k: the largest avg@k every run reports, unless given) and the mean."""
     runs = _only(runs, "avg")
-    k = _avg_k(runs, k)
+    k = common_avg_k(runs, k)
     benchmarks = _benchmarks(runs)
-    rows = _unique_rows([(run.model("coder"), run.benchmark, run) for run in runs])
+    rows = unique_rows([(run.model("coder"), run.benchmark, run) for run in runs])
     table = Table(f"Coders: avg@{k} (%)", [f"{benchmark_label(b)} avg@{k}" for b in benchmarks] + ["Mean"])
     for label, by_benchmark in rows.items():
-        cells = [_cell(by_benchmark[b], f"avg@{k}") if b in by_benchmark else Cell(None) for b in benchmarks]
+        cells = [metric_cell(by_benchmark[b], f"avg@{k}") if b in by_benchmark else Cell(None) for b in benchmarks]
         values = [c.value for c in cells]
         mean = sum(values) / len(values) if None not in values else None
         table.rows.append((label, cells + [Cell(mean, source="mean of the row")]))
     return table
 
 
-def _avg_k(runs: Sequence[Run], k: int | None) -> int:
+def common_avg_k(runs: Sequence[Run], k: int | None) -> int:
     """``k``, or the largest avg@k every run reports; an error when some run does not report it."""
     common = set.intersection(*({record.k for record in run.records if record.name == "avg" and not record.variant}
                                 for run in runs))
@@ -122,7 +125,7 @@ def _avg_k(runs: Sequence[Run], k: int | None) -> int:
     return k
 
 
-def _tester_k(runs: Sequence[Run], k: int | None) -> int:
+def common_tester_k(runs: Sequence[Run], k: int | None) -> int:
     """``k``, or the largest of 5, 2, 1 that every mul run reports pass@k for."""
     if k is None:
         k = next((c for c in TESTER_KS if all(run.metric(f"pass@{c}") is not None for run in runs)), None)
@@ -151,7 +154,7 @@ def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "con
     runs = _only(runs, "mul")
     if variant not in ("conditional", "plain"):
         raise UserError(f"unknown mut@k variant {variant!r}; use conditional or plain")
-    k = _tester_k(runs, k)
+    k = common_tester_k(runs, k)
     suffix = "_conditional" if variant == "conditional" else ""
     benchmarks = _benchmarks(runs)
     columns, keys = [], []
@@ -159,10 +162,10 @@ def testers_table(runs: Sequence[Run], k: int | None = None, variant: str = "con
         name = benchmark_label(benchmark)
         columns += [f"{name} pass@{k}", f"{name} mut@{k}" + (" (cond.)" if suffix else ""), f"{name} Mul@{k}"]
         keys += [(benchmark, f"pass@{k}"), (benchmark, f"mut@{k}{suffix}"), (benchmark, f"mul@{k}{suffix}")]
-    rows = _unique_rows([(_tester_label(run), run.benchmark, run) for run in runs])
+    rows = unique_rows([(_tester_label(run), run.benchmark, run) for run in runs])
     table = Table(f"Testers: pass@{k}, mut@{k} ({variant}) and Mul (%)", columns)
     for label, by_benchmark in rows.items():
-        table.rows.append((label, [_cell(by_benchmark[b], key) if b in by_benchmark else Cell(None) for b, key in keys]))
+        table.rows.append((label, [metric_cell(by_benchmark[b], key) if b in by_benchmark else Cell(None) for b, key in keys]))
     return table
 
 
@@ -178,13 +181,13 @@ def bon_table(runs: Sequence[Run], selector: str = "most-passed", **_: object) -
     alone: dict[str, dict[str, Run]] = {}  # the candidates, hence `random`, do not depend on the tester
     for run in runs:
         alone.setdefault(run.model("coder"), {}).setdefault(run.benchmark, run)
-    paired = _unique_rows([(f"{run.model('coder')} + {run.model('tester')}", run.benchmark, run) for run in runs])
+    paired = unique_rows([(f"{run.model('coder')} + {run.model('tester')}", run.benchmark, run) for run in runs])
     table = Table(f"Best-of-N accuracy (%), selector {selector}", [benchmark_label(b) for b in benchmarks])
     for coder, by_benchmark in alone.items():
         table.rows.append((f"{coder} (alone)", [_random_cell(by_benchmark.get(b)) for b in benchmarks]))
         for label, pair in paired.items():
             if label.startswith(f"{coder} + "):
-                table.rows.append((label, [_cell(pair[b], f"accuracy.{selector}") if b in pair else Cell(None)
+                table.rows.append((label, [metric_cell(pair[b], f"accuracy.{selector}") if b in pair else Cell(None)
                                            for b in benchmarks]))
     return table
 
@@ -209,11 +212,11 @@ def ablations_table(runs: Sequence[Run], k: int | None = None, variant: str = "c
     coders, testers = [run for run in runs if run.command == "avg"], [run for run in runs if run.command == "mul"]
     if not coders and not testers:
         raise UserError("this table needs avg or mul runs of checkpoints written by `codea1-eval train`")
-    code_rows = _unique_rows([(_ablation_label(run, "coder"), run.benchmark, run) for run in coders])
-    test_rows = _unique_rows([(_ablation_label(run, "tester"), run.benchmark, run) for run in testers])
+    code_rows = unique_rows([(_ablation_label(run, "coder"), run.benchmark, run) for run in coders])
+    test_rows = unique_rows([(_ablation_label(run, "tester"), run.benchmark, run) for run in testers])
     code_benchmarks, test_benchmarks = _benchmarks(coders), _benchmarks(testers)
-    avg_k = _avg_k(coders, k) if coders else None
-    mul_key = f"mul@{_tester_k(testers, k)}" + ("_conditional" if variant == "conditional" else "") if testers else ""
+    avg_k = common_avg_k(coders, k) if coders else None
+    mul_key = f"mul@{common_tester_k(testers, k)}" + ("_conditional" if variant == "conditional" else "") if testers else ""
     columns = [f"{benchmark_label(b)} avg@{avg_k}" for b in code_benchmarks] + (["Mean"] if coders else [])
     columns += [f"{benchmark_label(b)} {mul_key.replace('mul', 'Mul').replace('_conditional', ' (cond.)')}"
                 for b in test_benchmarks]
@@ -224,17 +227,56 @@ def ablations_table(runs: Sequence[Run], k: int | None = None, variant: str = "c
     for label in labels:
         by_benchmark, cells = code_rows.get(label, {}), []
         if coders:
-            cells = [_cell(by_benchmark[b], f"avg@{avg_k}") if b in by_benchmark else Cell(None) for b in code_benchmarks]
+            cells = [metric_cell(by_benchmark[b], f"avg@{avg_k}") if b in by_benchmark else Cell(None) for b in code_benchmarks]
             values = [c.value for c in cells]
             cells.append(Cell(sum(values) / len(values) if None not in values else None, source="mean of the row"))
         tested = test_rows.get(label, {})
-        cells += [_cell(tested[b], mul_key) if b in tested else Cell(None) for b in test_benchmarks]
+        cells += [metric_cell(tested[b], mul_key) if b in tested else Cell(None) for b in test_benchmarks]
         table.rows.append((label, cells))
     return table
 
 
+GOLDEN_SOURCE_LABELS = {"human": "Human-annotated", None: "Base Test LLM", "sft": "SFT Test LLM",
+                        "code-a1": "Code-A1 Test LLM"}
+BASE_CODER = "Base Code LLM"
+
+
+def golden_source_label(run: Run) -> str:
+    """Where the golden tests that trained the run's coder came from (Table 4's rows): human-annotated (the
+    data's own tests), or the tester that wrote them (``train golden-data``) named by how it was trained;
+    ``Base Code LLM`` for a coder `train` did not make."""
+    record = run.training("coder")
+    if record is None:
+        return BASE_CODER
+    if record.get("mode") != "golden":
+        raise UserError(f"{run.name}: its coder was trained with --mode {record.get('mode')}, not golden, so it "
+                        "has no row in the golden-sources table")
+    source = record.get("test_source")
+    if not source:
+        return GOLDEN_SOURCE_LABELS["human"]
+    tester_mode = (source.get("training") or {}).get("mode")
+    return GOLDEN_SOURCE_LABELS.get(tester_mode, f"{tester_mode} Test LLM")
+
+
+def golden_sources_table(runs: Sequence[Run], k: int | None = None, **_: object) -> Table:
+    """Table 4: Code LLMs trained by RLVR (``--mode golden``) on golden tests from different sources, one
+    row per source (from the checkpoints' training records): avg@k per benchmark and their mean."""
+    runs = _only(runs, "avg")
+    k = common_avg_k(runs, k)
+    benchmarks = _benchmarks(runs)
+    rows = unique_rows([(golden_source_label(run), run.benchmark, run) for run in runs])
+    order = [BASE_CODER, *GOLDEN_SOURCE_LABELS.values()]
+    table = Table(f"Golden-test sources: avg@{k} (%)", [f"{benchmark_label(b)} avg@{k}" for b in benchmarks] + ["Mean"])
+    for label in sorted(rows, key=lambda label: (order.index(label) if label in order else len(order), label)):
+        cells = [metric_cell(rows[label][b], f"avg@{k}") if b in rows[label] else Cell(None) for b in benchmarks]
+        values = [c.value for c in cells]
+        table.rows.append((label, cells + [Cell(sum(values) / len(values) if None not in values else None,
+                                                source="mean of the row")]))
+    return table
+
+
 def _random_cell(run: Run | None) -> Cell:
-    return Cell(None) if run is None else _cell(run, "accuracy.random")
+    return Cell(None) if run is None else metric_cell(run, "accuracy.random")
 
 
 LAYOUTS: Registry[Callable[..., Table]] = Registry("table layout")
@@ -242,5 +284,7 @@ LAYOUTS.register("coders", coders_table, help="Table 1: coder rows x avg@k per b
 LAYOUTS.register("testers", testers_table, help="Table 2: tester rows x pass@k, mut@k (conditional) and Mul")
 LAYOUTS.register("ablations", ablations_table, help="Table 3: Code-A1 and its ablations (from the checkpoints' "
                  "training records): avg@k per benchmark, the mean, and the testers' Mul")
+LAYOUTS.register("golden-sources", golden_sources_table, help="Table 4: coders trained on golden tests from "
+                 "different sources (from the checkpoints' training records): avg@k per benchmark and the mean")
 LAYOUTS.register("bon", bon_table, help="Table 5: coder alone and coder x tester pairs under best-of-N")
 LAYOUT_OF_COMMAND = {"avg": "coders", "mul": "testers", "bon": "bon"}

@@ -3,8 +3,11 @@
 - best-of-N curves of a `bon` run (accuracy against candidates and against tests, per selector);
 - training dynamics of a `train` run (code and test reward against step; Mistake Book size and
   historical pass rate against step);
+- Figure 3, the effect of α, from evaluation runs of Code-A1 checkpoints trained with different α (told
+  apart by their training records): avg@k per benchmark and Mul@k per tester benchmark against α, with the
+  plotted numbers and their sources in ``alpha-effect.json``;
 - the α ablation over `train` runs that differ in α (each logged metric's mean over the run's steps
-  against α).
+  against α): the training-log view, ``alpha-ablation``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from codea1_eval.errors import UserError
+from codea1_eval.results import write_json_atomic
 from codea1_eval.scaling.curves import Curve, curves_figure
 from codea1_eval.tables.index import Run
 
@@ -106,9 +110,56 @@ def plot_alpha_ablation(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     return _save(figure, Path(out_dir) / "alpha-ablation")
 
 
+def _code_a1_alpha(run: Run) -> float | None:
+    """α of the Code-A1 checkpoint (no ablation) the evaluation run measured, else None."""
+    record = run.training("coder" if run.command == "avg" else "tester")
+    if not record or record.get("mode") != "code-a1" or record.get("ablations"):
+        return None
+    return record.get("alpha")
+
+
+def alpha_effect_series(runs: Sequence[Run], k: int | None = None) -> list[dict]:
+    """Figure 3's lines: per benchmark, the coders' avg@k against α, and per tester benchmark the testers'
+    Mul@k (conditional) against α; each point with the metrics entry it came from."""
+    from codea1_eval.tables.layouts import benchmark_label, common_avg_k, common_tester_k, metric_cell, unique_rows
+
+    coders = [run for run in runs if run.command == "avg" and _code_a1_alpha(run) is not None]
+    testers = [run for run in runs if run.command == "mul" and _code_a1_alpha(run) is not None]
+    series = []
+    avg_key = f"avg@{common_avg_k(coders, k)}" if coders else ""
+    mul_k = common_tester_k(testers, k) if testers else None
+    for chosen, key, shown, role in ((coders, avg_key, avg_key, "avg"),
+                                     (testers, f"mul@{mul_k}_conditional", f"Mul@{mul_k} (cond.)", "Mul")):
+        by_benchmark = unique_rows([(run.benchmark, str(_code_a1_alpha(run)), run) for run in chosen])
+        for benchmark in sorted(by_benchmark):
+            points = sorted((float(alpha), metric_cell(run, key)) for alpha, run in by_benchmark[benchmark].items())
+            series.append({"label": f"{benchmark_label(benchmark)} {shown}", "metric": key, "benchmark": benchmark,
+                           "role": role, "points": [{"alpha": alpha, "value": cell.value, "source": cell.source}
+                                                    for alpha, cell in points]})
+    return series
+
+
+def plot_alpha_effect(runs: Sequence[Run], out_dir: Path, k: int | None = None) -> list[Path]:
+    """Figure 3 (``alpha-effect.{png,pdf,json}``): evaluation metrics of Code-A1 checkpoints against α."""
+    series = alpha_effect_series(runs, k)
+    if len({point["alpha"] for line in series for point in line["points"]}) < 2:
+        raise UserError("Figure 3 needs avg or mul runs of Code-A1 checkpoints trained with at least two values of α")
+    figure, (panel,) = _figure(5.5, 4.0)
+    for line in series:
+        panel.plot([p["alpha"] for p in line["points"]], [float("nan") if p["value"] is None else p["value"] for p in line["points"]], marker="o",
+                   linestyle="--" if line["role"] == "Mul" else "-", label=line["label"])
+    panel.set_xlabel("α (weight of R_val in the test reward)")
+    panel.set_ylabel("score (%)")
+    panel.grid(True, alpha=0.3)
+    panel.legend()
+    stem = Path(out_dir) / "alpha-effect"
+    write_json_atomic(stem.with_suffix(".json"), {"figure": "alpha-effect", "series": series})
+    return [*_save(figure, stem), stem.with_suffix(".json")]
+
+
 def plot_runs(runs: Sequence[Run], out_dir: Path) -> list[Path]:
-    """Every figure the runs support: curves per `bon` run, dynamics per `train` run, and the α ablation
-    when the train runs span two or more values of α."""
+    """Every figure the runs support: curves per `bon` run, dynamics per `train` run, the α ablation when
+    the train runs span two or more values of α, and Figure 3 when evaluation runs of Code-A1 checkpoints do."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -119,4 +170,6 @@ def plot_runs(runs: Sequence[Run], out_dir: Path) -> list[Path]:
             written += plot_training_dynamics(run, out_dir)
     if len({run.config.get("alpha", 0.5) for run in runs if run.command == "train"}) >= 2:
         written += plot_alpha_ablation(runs, out_dir)
+    if len({_code_a1_alpha(run) for run in runs if run.command in ("avg", "mul")} - {None}) >= 2:
+        written += plot_alpha_effect(runs, out_dir)
     return written
