@@ -59,7 +59,7 @@ def tiny_model() -> Path:
     return target
 
 
-LONGEST_FIRST = ("test_train.py", "test_vllm_backends.py", "test_bigcodebench_end_to_end.py", "test_ground_truth.py",
+LONGEST_FIRST = ("test_train.py", "test_paper_grid.py", "test_vllm_backends.py", "test_bigcodebench_end_to_end.py", "test_ground_truth.py",
                  "test_installed_wheel.py", "test_mutation_peer.py", "test_mul.py", "test_peer_agreement.py",
                  "test_kill_resume.py", "test_bon_end_to_end.py", "test_faults.py", "test_ray_executor.py")
 """Test files that take longest (measured in CI), collected first so that the two workers of

@@ -145,6 +145,8 @@ def train_sft(
     learning_rate: float = typer.Option(1e-5, min=0.0, help="Constant learning rate."),
     batch_size: int = typer.Option(4, min=1, help="Rows per optimiser step."),
     max_length: int = typer.Option(2048, min=16, help="Longest prompt + answer in tokens (longer rows are cut)."),
+    eval_every: int = typer.Option(10, min=1, help="Log the loss on a fixed set of rows (the first 64) every this "
+                                   "many steps, and before the first and after the last."),
     dtype: str = typer.Option("auto", help="auto (bfloat16 on a GPU that has it, else float32) | float32 | bfloat16."),
     seed: opt.Seed = 0,
     overwrite: opt.Overwrite = False,
@@ -152,6 +154,7 @@ def train_sft(
     """SFT-tester baseline: fine-tune a tester on sft-data's rows with TRL's SFTTrainer (loss on the answer)."""
     from codea1_eval.train.sft import SftConfig, run_sft
 
-    typer.echo(json.dumps(run_sft(SftConfig(data=str(data), out=out, tester=tester, steps=steps,
-                                            learning_rate=learning_rate, batch_size=batch_size,
-                                            max_length=max_length, dtype=dtype, seed=seed, overwrite=overwrite))))
+    config = SftConfig(data=str(data), out=out, tester=tester, steps=steps, learning_rate=learning_rate,
+                       batch_size=batch_size, max_length=max_length, eval_every=eval_every, dtype=dtype, seed=seed,
+                       overwrite=overwrite)
+    typer.echo(json.dumps(run_sft(config)))

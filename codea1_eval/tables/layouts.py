@@ -63,13 +63,13 @@ def benchmark_label(name: str) -> str:
     return DISPLAY_NAMES.get(name, name)
 
 
-def _benchmark_key(name: str) -> tuple[int, str]:
+def benchmark_order_key(name: str) -> tuple[int, str]:
     base = re.sub(r"-(complete|instruct)(-stdlib)?$", "", name)
     return (BENCHMARK_ORDER.index(base) if base in BENCHMARK_ORDER else len(BENCHMARK_ORDER), name)
 
 
 def _benchmarks(runs: Sequence[Run]) -> list[str]:
-    return sorted({run.benchmark for run in runs}, key=_benchmark_key)
+    return sorted({run.benchmark for run in runs}, key=benchmark_order_key)
 
 
 def metric_cell(run: Run, key: str) -> Cell:

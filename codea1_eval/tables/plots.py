@@ -121,7 +121,8 @@ def _code_a1_alpha(run: Run) -> float | None:
 def alpha_effect_series(runs: Sequence[Run], k: int | None = None) -> list[dict]:
     """Figure 3's lines: per benchmark, the coders' avg@k against α, and per tester benchmark the testers'
     Mul@k (conditional) against α; each point with the metrics entry it came from."""
-    from codea1_eval.tables.layouts import benchmark_label, common_avg_k, common_tester_k, metric_cell, unique_rows
+    from codea1_eval.tables.layouts import (benchmark_label, benchmark_order_key, common_avg_k, common_tester_k,
+                                            metric_cell, unique_rows)
 
     coders = [run for run in runs if run.command == "avg" and _code_a1_alpha(run) is not None]
     testers = [run for run in runs if run.command == "mul" and _code_a1_alpha(run) is not None]
@@ -131,11 +132,11 @@ def alpha_effect_series(runs: Sequence[Run], k: int | None = None) -> list[dict]
     for chosen, key, shown, role in ((coders, avg_key, avg_key, "avg"),
                                      (testers, f"mul@{mul_k}_conditional", f"Mul@{mul_k} (cond.)", "Mul")):
         by_benchmark = unique_rows([(run.benchmark, str(_code_a1_alpha(run)), run) for run in chosen])
-        for benchmark in sorted(by_benchmark):
-            points = sorted((float(alpha), metric_cell(run, key)) for alpha, run in by_benchmark[benchmark].items())
+        for benchmark in sorted(by_benchmark, key=benchmark_order_key):
+            runs_by_alpha = sorted((float(alpha), run) for alpha, run in by_benchmark[benchmark].items())
             series.append({"label": f"{benchmark_label(benchmark)} {shown}", "metric": key, "benchmark": benchmark,
-                           "role": role, "points": [{"alpha": alpha, "value": cell.value, "source": cell.source}
-                                                    for alpha, cell in points]})
+                           "role": role, "points": [{"alpha": alpha, "value": metric_cell(run, key).value,
+                                                     "run": str(run.path.resolve())} for alpha, run in runs_by_alpha]})
     return series
 
 

@@ -3,8 +3,9 @@
 Each row's ``messages`` (the white-box tester prompt with a failing code, then the reference tests as the
 assistant's answer) become TRL's conversational prompt-completion format: every turn but the last is the
 prompt, the assistant's answer the completion, so the loss is on the answer's tokens only (TRL's
-``completion_only_loss``). TRL's ``SFTTrainer`` takes the optimiser steps; every logged loss goes to
-``sft_log.jsonl``. The final weights go to ``OUT/test`` with a training record (mode ``sft``, see
+``completion_only_loss``). TRL's ``SFTTrainer`` takes the optimiser steps. ``sft_log.jsonl`` gets each
+step's training loss (on that step's batch) and, before training and every ``eval_every`` steps, the loss on
+a fixed set (the first ``EVAL_ROWS`` rows; ``eval_loss``): the comparable number that shows learning. The final weights go to ``OUT/test`` with a training record (mode ``sft``, see
 ``models.provenance``), ready for ``mul --tester OUT/test``.
 
 OUT also holds ``manifest.json`` (command ``train-sft``, the config, data sha256, status). A finished run
@@ -24,6 +25,7 @@ from codea1_eval.models.provenance import write_training_record
 from codea1_eval.results import RunDir, read_jsonl, write_jsonl_atomic
 
 SFT_LOG, TESTER_DIR = "sft_log.jsonl", "test"
+EVAL_ROWS = 64
 
 
 @dataclass
@@ -37,6 +39,7 @@ class SftConfig:
     learning_rate: float = 1e-5
     batch_size: int = 4
     max_length: int = 2048
+    eval_every: int = 10
     dtype: str = "auto"
     seed: int = 0
     overwrite: bool = False
@@ -81,8 +84,9 @@ def run_sft(config: SftConfig) -> dict[str, Any]:
                                        "mode": "sft", "alpha": None, "ablations": [], "data": str(data),
                                        "data_sha256": facts["data_sha256"], "config": config.identity(),
                                        "role": TESTER_DIR, "base_model": config.tester, "step": config.steps})
-        summary = {"steps": config.steps, "rows": len(rows), "first_loss": losses[0]["loss"],
-                   "last_loss": losses[-1]["loss"], "tester": str(tester)}
+        evaluated = [line["eval_loss"] for line in losses if "eval_loss" in line]
+        summary = {"steps": config.steps, "rows": len(rows), "first_eval_loss": evaluated[0],
+                   "last_eval_loss": evaluated[-1], "tester": str(tester)}
         run.write_manifest({"status": "complete", **facts, "summary": summary})
     return summary
 
@@ -111,6 +115,8 @@ def _train(config: SftConfig, rows: list[dict[str, Any]], base: Path, run: RunDi
                 losses.append({"step": state.global_step, "loss": float(logs["loss"]),
                                "learning_rate": float(logs.get("learning_rate", 0.0))})
                 self.advance(1)
+            elif logs and "eval_loss" in logs:
+                losses.append({"step": state.global_step, "eval_loss": float(logs["eval_loss"])})
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=policy_dtype(config.dtype))
@@ -119,14 +125,20 @@ def _train(config: SftConfig, rows: list[dict[str, Any]], base: Path, run: RunDi
                           learning_rate=config.learning_rate, per_device_train_batch_size=config.batch_size,
                           max_length=config.max_length, seed=config.seed, logging_steps=1, save_strategy="no",
                           report_to=[], completion_only_loss=True, lr_scheduler_type="constant",
+                          eval_strategy="steps", eval_steps=config.eval_every,
+                          per_device_eval_batch_size=config.batch_size,
                           bf16=model.dtype == torch.bfloat16,
                           disable_tqdm=True)
     with scratch, progress(f"SFT steps ({config.tester})", config.steps) as advance:
         trainer = SFTTrainer(model=model, args=arguments, train_dataset=Dataset.from_list(rows),
-                             processing_class=tokenizer, callbacks=[LossLog(advance)])
+                             eval_dataset=Dataset.from_list(rows[:EVAL_ROWS]), processing_class=tokenizer,
+                             callbacks=[LossLog(advance)])
         trainer.remove_callback(PrinterCallback)  # its dict lines on stdout would bury the command's JSON
+        trainer.evaluate()  # the fixed set's loss before the first step
         trainer.train()
-    if not losses:
+        if config.steps % config.eval_every:
+            trainer.evaluate()  # and after the last
+    if not any("loss" in line for line in losses):
         raise UserError("SFT logged no loss (no optimiser step ran)")
     write_jsonl_atomic(run.file(SFT_LOG), losses)
     tester = run.file(TESTER_DIR)

@@ -91,7 +91,7 @@ def test_figure_3_plots_avg_and_mul_of_code_a1_checkpoints_against_alpha(tmp_pat
         "HumanEval+ Mul@2 (cond.)": [(0.0, _metric("mul-reference-inputs", "mul@2_conditional")),
                                      (1.0, _metric("mul-smollm2", "mul@2_conditional"))],
     }
-    assert series[0]["points"][1]["source"] == f"{paths[0].name}/metrics.json:avg@1"
+    assert series[0]["points"][1]["run"] == str(paths[0].resolve())
     written = plot_runs(load_runs(paths), tmp_path / "figures")
     assert sorted(path.name for path in written) == ["alpha-effect.json", "alpha-effect.pdf", "alpha-effect.png"]
     assert json.loads((tmp_path / "figures" / "alpha-effect.json").read_text())["series"] == series
