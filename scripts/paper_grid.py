@@ -76,7 +76,11 @@ class Step:
         return manifest.is_file() and json.loads(manifest.read_text()).get("status") == "complete"
 
     def shell(self) -> str:
-        return shlex.join([*self.launcher, "codea1-eval", *self.argv])
+        return shlex.join(self.command())
+
+    def command(self) -> list[str]:
+        """The process to run: ``codea1-eval ARGS``, or the launcher's ``... -m codea1_eval ARGS``."""
+        return [*self.launcher, *self.argv] if self.launcher else ["codea1-eval", *self.argv]
 
 
 @dataclass
@@ -94,7 +98,8 @@ class Grid:
 def build_grid(scale: str, coder: str, tester: str, data: str, gpus: int) -> Grid:
     """Every step of the grid at ``scale``, starting from base models ``coder`` and ``tester``."""
     options, grid = SCALE_OPTIONS[scale], Grid()
-    launch = ["accelerate", "launch", "--num_processes", str(gpus), "-m", "codea1_eval"] if scale == "paper" else []
+    launch = ["accelerate", "launch", "--multi_gpu", "--num_processes", str(gpus), "-m", "codea1_eval"]
+    launch = launch if scale == "paper" else []
     trained: dict[str, str] = {}  # variant -> train run dir
 
     def train(variant: str, *argv: str) -> None:
@@ -162,8 +167,7 @@ def run_step(step: Step, root: Path, in_process: bool, log: Path) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     if not in_process:
         with log.open("w") as handle:
-            status = subprocess.run([*step.launcher, *(["codea1-eval"] if not step.launcher else []), *step.argv],
-                                    cwd=root, stdout=handle, stderr=subprocess.STDOUT).returncode
+            status = subprocess.run(step.command(), cwd=root, stdout=handle, stderr=subprocess.STDOUT).returncode
         if status:
             raise SystemExit(f"step failed (exit {status}, log {log}): {step.shell()}")
         return

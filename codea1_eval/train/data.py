@@ -88,7 +88,7 @@ def humaneval_smoke_problems(task_ids: tuple[str, ...] = SMOKE_TASKS) -> list[Tr
             for t in task_ids]
 
 
-def test_source_of(source: str | Path) -> dict[str, Any] | None:
+def recorded_test_source(source: str | Path) -> dict[str, Any] | None:
     """Where a training file's ground-truth tests came from: ``train golden-data`` records the tester (and
     its training record) in each row's ``test_source``; None for any other file (human-written tests)."""
     path = Path(source)

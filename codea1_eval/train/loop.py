@@ -34,7 +34,7 @@ from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.sandbox.landlock import sandbox_facts
 from codea1_eval.train import checkpoints
 from codea1_eval.train.ablations import checked_ablations
-from codea1_eval.train.data import TrainProblem, load_train_problems, test_source_of
+from codea1_eval.train.data import TrainProblem, load_train_problems, recorded_test_source
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
                                            parameters_digest)
 from codea1_eval.train.mistake_book import MistakeBook
@@ -225,7 +225,7 @@ def _training_record(config: TrainConfig, run: RunDir, facts: dict[str, Any]) ->
     """What every checkpoint of this run records about its training (``models.provenance``)."""
     return {"run": str(run.path.resolve()), "config_hash": run.config_hash, "mode": config.mode,
             "alpha": config.alpha, "ablations": list(config.ablations), "data": facts["data"],
-            "data_sha256": facts["data_sha256"], "test_source": test_source_of(config.data),
+            "data_sha256": facts["data_sha256"], "test_source": recorded_test_source(config.data),
             "config": config.identity()}
 
 

@@ -138,6 +138,15 @@ def test_checkpoints_record_how_they_were_trained(grid, tiny_model):
     assert {record(f"code-a1-alpha{a}", "test")["alpha"] for a in (0.0, 0.5, 1.0)} == {0.0, 0.5, 1.0}
 
 
+def test_golden_data_keeps_the_testers_valid_asserts(grid):
+    # The tiny tester answers HumanEval/53's black-box prompt with `assert add(3, 2) == 5` (holds on the
+    # reference) or `assert add(y, 2) == 5` (raises: dropped), and writes noise for the other questions.
+    for source in ("base", "sft", "code-a1"):
+        rows = [json.loads(line) for line in (grid / "data" / f"golden-{source}.jsonl").open()]
+        assert [(row["question_id"], row["test"]) for row in rows] == [
+            ("HumanEval/53", "def test_golden_1():\n    assert add(3, 2) == 5\n\n\n")], source
+
+
 def test_the_sft_tester_learns_and_is_evaluated(grid):
     log = [json.loads(line) for line in (grid / "train" / "sft" / "sft_log.jsonl").open()]
     assert [line["step"] for line in log if "loss" in line] == [1, 2, 3, 4]
