@@ -14,6 +14,12 @@ def run_only(default=None, **kwargs):
     return field(default=default, metadata={"run_only": True})
 
 
+def omitted_at_default(default):
+    """A result field added after runs were recorded without it: left out of the config hash while it holds
+    ``default`` (the behaviour those runs had), so they keep their hash and stay resumable."""
+    return field(default=default, metadata={"omitted_at_default": True})
+
+
 @dataclass
 class RunOptions:
     """Where and how a run executes; none of these changes its results."""
@@ -36,6 +42,7 @@ class RunOptions:
 
     def result_fields(self) -> dict:
         """The fields that determine results, as a JSON-ready dict."""
-        run_only_names = {f.name for f in self.__dataclass_fields__.values() if f.metadata.get("run_only")}
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()
-                if k not in run_only_names}
+        fields_ = self.__dataclass_fields__.values()
+        left_out = {f.name for f in fields_ if f.metadata.get("run_only")
+                    or (f.metadata.get("omitted_at_default") and getattr(self, f.name) == f.default)}
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items() if k not in left_out}

@@ -43,13 +43,15 @@ ABLATIONS = ("no-code-access", "no-predicted-answer", "no-mistake-book")
 GOLDEN_SOURCES = ("base", "sft", "code-a1")
 CODE_BENCHMARKS = ("humaneval+", "mbpp+", "bigcodebench")
 TEST_BENCHMARK = {"toy": "ult-lite", "paper": "ult"}
+TOY_TASKS = {"humaneval+": ["--task", "HumanEval/53"]}
+"""At toy scale, the task a small imprinted test model knows (tests/tiny_model.py); other benchmarks: their first."""
 SCALE_OPTIONS = {
     "toy": {"train": ["--steps", "1", "-M", "2", "-N", "2", "--questions-per-step", "1", "--max-new-tokens", "48"],
             "sft-data": ["-M", "2", "--max-tokens", "48"], "sft": ["--steps", "4", "--eval-every", "1", "--learning-rate", "3e-4"],
             "golden-data": ["-N", "8", "--max-tokens", "48"],
-            "avg": ["-n", "2", "--limit", "1", "--max-tokens", "48"],
+            "avg": ["-n", "4", "--limit", "1", "--max-tokens", "48"],
             "mul": ["--limit", "1", "-k", "1", "--max-tokens", "48", "--mutator", "ast-ops"],
-            "bon": ["-M", "2", "-N", "2", "--limit", "1", "--max-tokens", "48"]},
+            "bon": ["-M", "4", "-N", "2", "--limit", "1", "--max-tokens", "48", *TOY_TASKS["humaneval+"]]},
     "paper": {"train": ["--steps", "111", "-M", "8", "-N", "8", "--questions-per-step", "256", "--max-new-tokens",
                         "2048", "--rollout-engine", "vllm"],
               "sft-data": ["-M", "8", "--max-tokens", "2048"], "sft": ["--steps", "300", "--batch-size", "16"],
@@ -130,8 +132,10 @@ def build_grid(scale: str, coder: str, tester: str, data: str, gpus: int) -> Gri
     if scale == "paper":  # evaluations generate with vLLM from the same checkpoints
         coders = {variant: f"vllm:{spec}" for variant, spec in coders.items()}
         testers = {variant: f"vllm:{spec}" for variant, spec in testers.items()}
+    tasks = TOY_TASKS if scale == "toy" else {}
     avg = {(variant, benchmark): grid.add(f"eval/avg/{variant}/{benchmark}", "avg", "--coder", spec, "--benchmark",
-                                          benchmark, *options["avg"], "--out", f"eval/avg/{variant}/{benchmark}")
+                                          benchmark, *options["avg"], *tasks.get(benchmark, []),
+                                          "--out", f"eval/avg/{variant}/{benchmark}")
            for variant, spec in coders.items() for benchmark in CODE_BENCHMARKS}
     mul = {variant: grid.add(f"eval/mul/{variant}", "mul", "--tester", spec, "--benchmark", TEST_BENCHMARK[scale],
                              *options["mul"], "--out", f"eval/mul/{variant}")

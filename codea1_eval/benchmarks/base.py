@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from codea1_eval.benchmarks.harness import CODE_A1_HARNESS, Harness
 from codea1_eval.errors import UserError
@@ -52,6 +52,17 @@ class Benchmark:
         from codea1_eval.paths import cache_dir
 
         return [Path(self.source).resolve().parent, cache_dir()]
+
+    def only(self, task_ids: Sequence[str]) -> "Benchmark":
+        """The problems named in ``task_ids``, in the benchmark's order (all when empty); UserError for an
+        id the benchmark does not have."""
+        if not task_ids:
+            return self
+        unknown = sorted(set(task_ids) - {problem.task_id for problem in self.problems})
+        if unknown:
+            raise UserError(f"{self.name} has no task {unknown[0]!r}" + (f" (and {len(unknown) - 1} more unknown)"
+                                                                           if len(unknown) > 1 else ""))
+        return replace(self, problems=[problem for problem in self.problems if problem.task_id in set(task_ids)])
 
     def limit(self, count: int | None) -> "Benchmark":
         """The first ``count`` problems (all when None)."""

@@ -37,6 +37,7 @@ def avg(
     top_p: opt.TopP = 0.95,
     max_tokens: opt.MaxTokens = 768,
     limit: opt.Limit = None,
+    task: opt.Tasks = [],
     seed: opt.Seed = 0,
     samples: Optional[Path] = typer.Option(None, help="Re-score an evalplus samples file (no model)."),
     all_inputs: bool = typer.Option(False, help="Run every input even after a failure (default: stop "
@@ -59,6 +60,7 @@ def avg(
 
     config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder,
                        samples=samples, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
+                       tasks=tuple(task),
                        seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs,
                        allow_failing_references=allow_failing_references,
                        **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
@@ -82,6 +84,7 @@ def mul(
     top_p: opt.TopP = 1.0,
     max_tokens: opt.MaxTokens = 1024,
     limit: opt.Limit = None,
+    task: opt.Tasks = [],
     seed: opt.Seed = 0,
     sample_file: Optional[Path] = typer.Option(None, help="JSON list of task ids for conditional mut@k "
                                                "(default on ult: the fixed 10% sample)."),
@@ -104,6 +107,7 @@ def mul(
 
     config = MulConfig(benchmark=benchmark, tester=tester, protocol=protocol, coder=coder, k=k, mode=mode,
                        mutator=mutator, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
+                       tasks=tuple(task),
                        seed=seed, sample_file=sample_file, isolation=isolation, timeout_scale=timeout_scale,
                        allow_failing_references=allow_failing_references,
                        **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
@@ -133,6 +137,7 @@ def bon(
     top_p: opt.TopP = 0.95,
     max_tokens: opt.MaxTokens = 768,
     limit: opt.Limit = None,
+    task: opt.Tasks = [],
     seed: opt.Seed = 0,
     mutator: opt.Mutator = "mutmut",
     resamples: int = typer.Option(200, min=1, help="Resamples per point of the scaling curves."),
@@ -157,7 +162,7 @@ def bon(
         print_bon_metrics(rescore(matrices, chosen, resamples, seed))
         return
     config = BonConfig(benchmark=benchmark, split=split, subset=subset, coder=coder, tester=tester,
-                       candidates=candidates, suites=suites, white_box=white_box, limit=limit,
+                       candidates=candidates, suites=suites, white_box=white_box, limit=limit, tasks=tuple(task),
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, mutator=mutator,
                        isolation=isolation, timeout_scale=timeout_scale,
                        allow_failing_references=allow_failing_references, selectors=chosen, resamples=resamples,

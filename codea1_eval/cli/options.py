@@ -19,6 +19,8 @@ Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature.
 TopP = Annotated[float, typer.Option(min=0.0, max=1.0)]
 MaxTokens = Annotated[int, typer.Option(min=1, help="Maximum new tokens per sample.")]
 Limit = Annotated[Optional[int], typer.Option(min=1, help="Only the first N problems.")]
+Tasks = Annotated[list[str], typer.Option("--task", help="Only this task id (repeatable; benchmark order; "
+                                          "--limit then counts among them).")]
 Seed = Annotated[int, typer.Option()]
 Mutator = Annotated[str, typer.Option(help="Mutation engine: mutmut | cosmic-ray | ast-ops (or a plugin's).")]
 Out = Annotated[Optional[Path], typer.Option(help="Run directory (default: runs/COMMAND-BENCHMARK-MODEL-HASH).")]

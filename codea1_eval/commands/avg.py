@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codea1_eval.config import RunOptions, run_only
+from codea1_eval.config import RunOptions, omitted_at_default, run_only
 from codea1_eval.benchmarks.base import Benchmark, load_benchmark
 from codea1_eval.benchmarks.data import file_sha256
 from codea1_eval.benchmarks.samples_file import read_samples_file
@@ -46,6 +46,7 @@ class AvgConfig(RunOptions):
     top_p: float = 0.95
     max_tokens: int = 768
     limit: int | None = None
+    tasks: tuple[str, ...] = omitted_at_default(())
     seed: int = 0
     isolation: str = "process"
     timeout_scale: float = 1.0
@@ -155,7 +156,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         from codea1_eval.models import parse_model_spec
 
         parse_model_spec(config.coder)
-    benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
+    benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).only(config.tasks).limit(config.limit)
     limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
     executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}

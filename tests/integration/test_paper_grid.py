@@ -71,6 +71,9 @@ def test_tables_1_to_5_have_the_papers_rows_and_their_runs_numbers(grid, tiny_mo
     assert columns == avg_columns and list(rows) == list(coders)
     for label, variant in coders.items():
         _check_coder_rows(grid, rows[label], variant)
+    # The tiny model knows HumanEval/53 (the toy grid's HumanEval+ task), so this column is not all zeros, and a
+    # row swapped between runs would show.
+    assert any(float(row["HumanEval+ avg@1"]) > 0 for row in rows.values())
 
     columns, rows = _table(grid, "table2-testers")
     testers = {str(tiny_model): "base", "train/sft/test": "sft", "train/self-play/test": "self-play",
@@ -103,6 +106,7 @@ def test_tables_1_to_5_have_the_papers_rows_and_their_runs_numbers(grid, tiny_mo
                                                                      "accuracy.most-passed")
     assert columns == ["HumanEval+"]
     assert {label: row["HumanEval+"] for label, row in rows.items()} == expected
+    assert any(float(value) > 0 for value in expected.values())
     for name in ("table1-coders", "table2-testers", "table3-ablations", "table4-golden-sources", "table5-bon"):
         markdown, labels = (grid / "tables" / f"{name}.md").read_text(), list(_table(grid, name)[1])
         assert [line.split(" | ")[0].removeprefix("| ") for line in markdown.splitlines()[4:]] == labels

@@ -50,7 +50,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     for spec, model in pseudo:
         if model is None:
             parse_model_spec(spec)
-    benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).limit(config.limit)
+    benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).only(config.tasks).limit(config.limit)
     for _, model in pseudo:
         if model is not None:
             model.check(benchmark)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from codea1_eval.config import RunOptions, run_only
+from codea1_eval.config import RunOptions, omitted_at_default, run_only
 from codea1_eval.metrics.mutation import DEFAULT_MUTATOR
 from codea1_eval.results import config_hash
 
@@ -29,6 +29,7 @@ class BonConfig(RunOptions):
     suites: int = 8
     white_box: bool = False
     limit: int | None = None
+    tasks: tuple[str, ...] = omitted_at_default(())
     temperature: float = 0.8
     top_p: float = 0.95
     max_tokens: int = 768

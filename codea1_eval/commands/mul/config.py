@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codea1_eval.asserts import FAITHFUL
-from codea1_eval.config import RunOptions, run_only
+from codea1_eval.config import RunOptions, omitted_at_default, run_only
 from codea1_eval.errors import UserError
 from codea1_eval.results import config_hash
 
@@ -37,6 +37,7 @@ class MulConfig(RunOptions):
     top_p: float = 1.0
     max_tokens: int = 1024
     limit: int | None = None
+    tasks: tuple[str, ...] = omitted_at_default(())
     seed: int = 0
     sample_file: Path | None = None
     isolation: str = "process"

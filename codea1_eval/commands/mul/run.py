@@ -107,7 +107,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         parse_model_spec(config.tester)
     if config.coder is not None:
         parse_model_spec(config.coder)
-    benchmark = load_benchmark(config.benchmark, config.data_dir).limit(config.limit)
+    benchmark = load_benchmark(config.benchmark, config.data_dir).only(config.tasks).limit(config.limit)
     config.resolved_protocol(benchmark.name)
     if tester is not None:
         tester.check(benchmark)
