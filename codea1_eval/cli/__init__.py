@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -201,6 +202,20 @@ def table(
     if plots is not None:
         for path in plot_runs(runs, plots):
             typer.echo(f"wrote {path}", err=True)
+
+
+@app.command()
+def diff(
+    run_a: Path = typer.Argument(..., help="A run directory (any command)."),
+    run_b: Path = typer.Argument(..., help="The run directory to compare it with."),
+    as_json: bool = typer.Option(False, "--json", help="Print the diff as JSON."),
+) -> None:
+    """Why two runs differ: the settings that differ first, then each metric's change against the runs'
+    95% intervals, then the samples whose verdict flipped, each with its reason."""
+    from codea1_eval.tables.diff import diff_runs, format_diff
+
+    result = diff_runs(run_a, run_b)
+    typer.echo(json.dumps(result.to_dict(), indent=1) if as_json else format_diff(result))
 
 
 @app.command("benchmarks")
