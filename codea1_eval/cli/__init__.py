@@ -205,6 +205,19 @@ def table(
 
 
 @app.command()
+def view(
+    run_dir: Path = typer.Argument(..., help="A run directory (avg, mul, bon or train)."),
+    out: Optional[Path] = typer.Option(None, help="The HTML file (default: RUN_DIR/view.html)."),
+    data_dir: opt.DataDir = None,
+) -> None:
+    """One self-contained HTML page of a run (opens from disk; no server, no network): metrics, settings and
+    provenance, then per task its samples, tests, matrices; charts for bon and train runs."""
+    from codea1_eval.view import write_view
+
+    typer.echo(str(write_view(run_dir, out, data_dir)))
+
+
+@app.command()
 def diff(
     run_a: Path = typer.Argument(..., help="A run directory (any command)."),
     run_b: Path = typer.Argument(..., help="The run directory to compare it with."),
