@@ -101,19 +101,20 @@ function applyFilters() {
   }
   document.getElementById('shown').textContent = `${shown} shown`;
 }
+const esc = text => String(text).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
 function chart(spec) {
   const W = 420, H = 220, P = 40, pts = spec.series.flatMap(s => s.points);
   const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]).filter(v => v !== null);
   const [x0, x1] = [Math.min(...xs), Math.max(...xs) || 1], [y0, y1] = [Math.min(0, ...ys), Math.max(1, ...ys)];
   const sx = x => P + (x - x0) / ((x1 - x0) || 1) * (W - 2 * P), sy = y => H - P - (y - y0) / ((y1 - y0) || 1) * (H - 2 * P);
   const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
-  let body = `<text x="${W / 2}" y="14" text-anchor="middle">${spec.title}</text><text x="${W / 2}" y="${H - 6}" text-anchor="middle">${spec.x}</text>`;
+  let body = `<text x="${W / 2}" y="14" text-anchor="middle">${esc(spec.title)}</text><text x="${W / 2}" y="${H - 6}" text-anchor="middle">${esc(spec.x)}</text>`;
   body += `<line x1="${P}" y1="${H - P}" x2="${W - P}" y2="${H - P}" stroke="#999"/><line x1="${P}" y1="${P}" x2="${P}" y2="${H - P}" stroke="#999"/>`;
   body += `<text x="4" y="${P - 8}">${fmt(y1)}</text><text x="4" y="${H - P}">${fmt(y0)}</text>`;
   spec.series.forEach((s, i) => {
     const line = s.points.filter(p => p[1] !== null).map(p => `${sx(p[0])},${sy(p[1])}`).join(' ');
     body += `<polyline fill="none" stroke="${colors[i % 5]}" stroke-width="2" points="${line}"/>`;
-    body += `<text x="${W - P + 2}" y="${P + 14 * i}" fill="${colors[i % 5]}" font-size="11">${s.label}</text>`;
+    body += `<text x="${W - P + 2}" y="${P + 14 * i}" fill="${colors[i % 5]}" font-size="11">${esc(s.label)}</text>`;
   });
   const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
   svg.setAttribute('width', W + 110); svg.setAttribute('height', H); svg.innerHTML = body;
@@ -138,7 +139,8 @@ document.body.dataset.ready = '1';
 
 def render_page(data: dict[str, Any]) -> str:
     """The HTML page for ``data`` (see the module doc)."""
-    payload = json.dumps(data, allow_nan=False, default=str).replace("</", "<\\/")
+    # Every "<" as \u003c: no run text can end the data block or open a comment or script state in it.
+    payload = json.dumps(data, allow_nan=False, default=str).replace("<", "\\u003c")
     title = html.escape(data["title"])
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
