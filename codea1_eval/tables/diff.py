@@ -7,10 +7,13 @@ Three parts, most telling first:
    limits, the tool's version, package versions, then the host;
 2. every metric both runs report: A, B, the change, and whether each value lies inside the other's 95%
    interval (a change inside both intervals is within the runs' own noise);
-3. the samples whose verdict flipped (``avg`` runs: ``samples.jsonl``, paired by task and sample index),
-   each with its reason from the records: a different generation (the programs differ), or the same
-   program judged differently (the statuses and errors of both executions, and the limit settings that
-   changed, if any).
+3. what flipped, with its reason from the records: for ``avg``, the samples whose verdict flipped
+   (``samples.jsonl``, paired by task and sample index): a different generation (the programs differ), or
+   the same program judged differently (the statuses and errors of both executions, and the limit
+   settings that changed, if any); for ``bon``, the tasks whose pick (most-passed) turned right or wrong:
+   different candidates, different tests, or the same ones judged differently; for ``mul``, the tasks
+   whose tests turned to hold or not on the reference: different tests, or the same ones judged
+   differently.
 
 Run dirs of every schema the tool has written are read; files a run does not have are skipped.
 """
@@ -22,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codea1_eval.results import read_jsonl
 from codea1_eval.tables.index import Run, load_run
+from codea1_eval.tables.run_records import matrices, pick, rows, rows_by_task, tests_hold
 
 SECTION_ORDER = ("status", "benchmark", "generation", "coder", "tester", "config", "sandbox", "tool_version",
                  "git", "packages", "host")
@@ -56,7 +59,8 @@ class MetricChange:
 @dataclass(frozen=True)
 class Flip:
     task_id: str
-    index: int
+    index: int | None
+    """The sample's index within its task (avg); None for a task-level flip (bon, mul)."""
     a: str
     b: str
     reason: str
@@ -69,31 +73,25 @@ class RunDiff:
     settings: list[SettingChange] = field(default_factory=list)
     metrics: list[MetricChange] = field(default_factory=list)
     flips: list[Flip] = field(default_factory=list)
-    samples_compared: int = 0
+    compared: int = 0
+    unit: str = "samples"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``diff --json``)."""
         return {**asdict(self), "metrics": [{**asdict(m), "change": m.change} for m in self.metrics]}
 
 
-def _flat(value: Any, prefix: str) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return {key: item for name, inner in value.items() for key, item in _flat(inner, f"{prefix}.{name}").items()}
-    return {prefix: value}
-
-
-def _manifest_facts(run: Run) -> dict[str, Any]:
-    """The manifest's facts as flat ``section.key`` names, in ``SECTION_ORDER``'s sections."""
-    return {name: value for section in SECTION_ORDER if section in run.manifest
-            for name, value in _flat(run.manifest[section], section).items()}
+def _changes(a: Any, b: Any, name: str) -> list[SettingChange]:
+    """Where ``a`` and ``b`` differ: inside dicts both sides have, key by key; anywhere else as a whole."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [change for key in sorted(set(a) | set(b)) for change in _changes(a.get(key), b.get(key), f"{name}.{key}")]
+    noise = any(name == prefix or name.startswith(prefix + ".") for prefix in NOISE)
+    return [] if a == b or noise else [SettingChange(name, a, b)]
 
 
 def _settings(a: Run, b: Run) -> list[SettingChange]:
-    facts_a, facts_b = _manifest_facts(a), _manifest_facts(b)
-    changed = [name for name in set(facts_a) | set(facts_b) if facts_a.get(name) != facts_b.get(name)
-               and not any(name == noise or name.startswith(noise + ".") for noise in NOISE)]
-    changed.sort(key=lambda name: (SECTION_ORDER.index(name.split(".")[0]), name))
-    return [SettingChange(name, facts_a.get(name), facts_b.get(name)) for name in changed]
+    return [change for section in SECTION_ORDER
+            for change in _changes(a.manifest.get(section), b.manifest.get(section), section)]
 
 
 def _inside(value: float | None, interval: tuple[float, float] | None) -> bool | None:
@@ -103,6 +101,9 @@ def _inside(value: float | None, interval: tuple[float, float] | None) -> bool |
 
 
 def _metrics(a: Run, b: Run) -> list[MetricChange]:
+    if a.command == "train" and b.command == "train":  # the last logged step's numbers
+        return [MetricChange(key, value, b.metrics[key], None) for key, value in a.metrics.items()
+                if isinstance(value, (int, float)) and isinstance(b.metrics.get(key), (int, float))]
     changes = []
     for record in a.records:
         other = b.metric(record.key)
@@ -117,14 +118,10 @@ def _metrics(a: Run, b: Run) -> list[MetricChange]:
 def _samples(run: Run) -> tuple[dict[tuple[str, int], dict], dict[str, dict]]:
     """(task id, index within the task) -> sample row; execution key -> execution record."""
     samples, counts = {}, {}
-    if (run.path / "samples.jsonl").is_file():
-        for row in read_jsonl(run.path / "samples.jsonl"):
-            index = counts[row["task_id"]] = counts.get(row["task_id"], -1) + 1
-            samples[row["task_id"], index] = row
-    executions = {}
-    if (run.path / "executions.jsonl").is_file():
-        executions = {row["key"]: row for row in read_jsonl(run.path / "executions.jsonl") if "key" in row}
-    return samples, executions
+    for row in rows(run.path, "samples.jsonl"):
+        index = counts[row["task_id"]] = counts.get(row["task_id"], -1) + 1
+        samples[row["task_id"], index] = row
+    return samples, {row["key"]: row for row in rows(run.path, "executions.jsonl") if "key" in row}
 
 
 def _verdict(sample: dict, executions: dict[str, dict]) -> tuple[bool, str]:
@@ -139,7 +136,11 @@ def _verdict(sample: dict, executions: dict[str, dict]) -> tuple[bool, str]:
     return bool(passed), text + (f" ({error})" if error and not passed else "")
 
 
-def _flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], int]:
+def _judged_again(limit_changes: list[str], what: str) -> str:
+    return f"the same {what} judged differently" + (f" (changed: {', '.join(limit_changes)})" if limit_changes else "")
+
+
+def _sample_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], int]:
     samples_a, executions_a = _samples(a)
     samples_b, executions_b = _samples(b)
     flips, shared = [], [key for key in samples_a if key in samples_b]
@@ -151,10 +152,50 @@ def _flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], int]:
         if samples_a[key].get("solution") != samples_b[key].get("solution"):
             reason = "a different generation (the programs differ)"
         else:
-            reason = "the same program judged differently" + (
-                f" (changed: {', '.join(limit_changes)})" if limit_changes else "")
+            reason = _judged_again(limit_changes, "program")
         flips.append(Flip(key[0], key[1], text_a, text_b, reason))
     return flips, len(shared)
+
+
+def _pick_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], int]:
+    """bon: tasks whose pick turned right or wrong."""
+    picks = [{m.matrix.task_id: m for m in matrices(run.path)} for run in (a, b)]
+    candidates = [rows_by_task(run.path, "candidates.jsonl") for run in (a, b)]
+    suites = [rows_by_task(run.path, "suites.jsonl") for run in (a, b)]
+    flips, shared = [], [task for task in picks[0] if task in picks[1]]
+    for task in shared:
+        right = []
+        for side in picks:
+            chosen = pick(side[task])
+            right.append(chosen is not None and bool(side[task].matrix.correct[chosen]))
+        if right[0] == right[1]:
+            continue
+        codes = [[c.get("code") for c in side.get(task, {}).get("candidates", [])] for side in candidates]
+        tests = [[s.get("response") for s in side.get(task, {}).get("suites", [])] for side in suites]
+        reason = ("different candidates (the coder's programs differ)" if codes[0] != codes[1] else
+                  "different tests (the tester's suites differ)" if tests[0] != tests[1] else
+                  _judged_again(limit_changes, "programs and tests"))
+        flips.append(Flip(task, None, *("pick right" if r else "pick wrong" for r in right), reason))
+    return flips, len(shared)
+
+
+def _test_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], int]:
+    """mul: tasks whose tests turned to hold, or not, on the reference."""
+    records = [rows_by_task(run.path, "tests.jsonl") for run in (a, b)]
+    flips, shared = [], [task for task in records[0] if task in records[1]]
+    for task in shared:
+        held = [tests_hold(side[task]) for side in records]
+        if all(held[0]) == all(held[1]):
+            continue
+        texts = [[r.get("source") for r in side[task].get("results", [])] or side[task].get("tests", [])
+                 for side in records]
+        reason = ("a different generation (the tests differ)" if texts[0] != texts[1] else
+                  _judged_again(limit_changes, "tests"))
+        flips.append(Flip(task, None, *(f"{sum(h)}/{len(h)} tests hold" for h in held), reason))
+    return flips, len(shared)
+
+
+FLIPS = {"avg": (_sample_flips, "samples"), "bon": (_pick_flips, "tasks"), "mul": (_test_flips, "tasks")}
 
 
 def diff_runs(path_a: Path, path_b: Path) -> RunDiff:
@@ -162,8 +203,15 @@ def diff_runs(path_a: Path, path_b: Path) -> RunDiff:
     a, b = load_run(Path(path_a)), load_run(Path(path_b))
     result = RunDiff(str(path_a), str(path_b), _settings(a, b), _metrics(a, b))
     limit_changes = [s.name for s in result.settings if s.name.startswith(LIMIT_SETTINGS)]
-    result.flips, result.samples_compared = _flips(a, b, limit_changes)
+    if a.command == b.command and a.command in FLIPS:
+        flips, result.unit = FLIPS[a.command]
+        result.flips, result.compared = flips(a, b, limit_changes)
     return result
+
+
+def _shown(value: Any, width: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _number(value: float | None) -> str:
@@ -173,12 +221,13 @@ def _number(value: float | None) -> str:
 def format_diff(result: RunDiff) -> str:
     """The diff as text: settings, metrics, flipped samples."""
     lines = [f"A: {result.a}", f"B: {result.b}", "", "Settings that differ (A -> B):"]
-    lines += [f"  {s.name}: {json.dumps(s.a)} -> {json.dumps(s.b)}" for s in result.settings] or ["  none"]
+    lines += [f"  {s.name}: {_shown(s.a)} -> {_shown(s.b)}" for s in result.settings] or ["  none"]
     lines += ["", "Metrics (A -> B, change; inside both 95% intervals?):"]
     for m in result.metrics:
         noise = {True: "inside", False: "outside", None: "no interval"}[m.inside_intervals]
         change = "-" if m.change is None else f"{m.change:+.2f}"
         lines.append(f"  {m.name}: {_number(m.a)} -> {_number(m.b)} ({change}; {noise})")
-    lines += ["", f"Flipped samples ({len(result.flips)} of {result.samples_compared} compared):"]
-    lines += [f"  {f.task_id} #{f.index}: {f.a} -> {f.b}: {f.reason}" for f in result.flips] or ["  none"]
+    lines += ["", f"Flipped {result.unit} ({len(result.flips)} of {result.compared} compared):"]
+    lines += [f"  {f.task_id}{'' if f.index is None else f' #{f.index}'}: {f.a} -> {f.b}: {f.reason}"
+              for f in result.flips] or ["  none"]
     return "\n".join(lines) + "\n"

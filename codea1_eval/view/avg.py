@@ -18,10 +18,10 @@ from codea1_eval.asserts.run import calls_program
 from codea1_eval.benchmarks.base import Problem, load_benchmark
 from codea1_eval.errors import UserError
 from codea1_eval.extract import extract_code
-from codea1_eval.results import read_jsonl
 from codea1_eval.sandbox import Executor
 from codea1_eval.sandbox.engine import RETURNED
 from codea1_eval.tables.index import Run
+from codea1_eval.tables.run_records import rows
 
 DETAILED_FAILURES = 200
 
@@ -86,10 +86,10 @@ def _code_span(response: str) -> tuple[int | None, int | None]:
 
 def avg_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
     """Page data of an `avg` run (see the module doc)."""
-    responses = {row["key"]: row["response"] for row in _rows(run, "generations.jsonl") if "key" in row}
-    executions = {row["key"]: row for row in _rows(run, "executions.jsonl") if "key" in row}
+    responses = {row["key"]: row["response"] for row in rows(run.path, "generations.jsonl") if "key" in row}
+    executions = {row["key"]: row for row in rows(run.path, "executions.jsonl") if "key" in row}
     by_task: dict[str, list[dict]] = {}
-    for row in _rows(run, "samples.jsonl"):
+    for row in rows(run.path, "samples.jsonl"):
         by_task.setdefault(row["task_id"], []).append(row)
     problems = _problems(run, data_dir)
     failures = {}
@@ -122,8 +122,3 @@ def avg_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
         tasks.append({"id": task_id, "status": status, "counts": f"{passed_count}/{len(items)} samples pass",
                       "items": items, "search": " ".join(item["detail"] or "" for item in items)[:2000]})
     return {"tasks": tasks, "tasks_title": "Tasks"}
-
-
-def _rows(run: Run, name: str) -> list[dict]:
-    path = run.path / name
-    return list(read_jsonl(path)) if path.is_file() else []

@@ -7,25 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from codea1_eval.results import read_jsonl
-from codea1_eval.scaling.selectors import select
-from codea1_eval.scaling.store import load_matrices
 from codea1_eval.tables.index import Run
-
-SHOWN_SELECTOR = "most-passed"
+from codea1_eval.tables.run_records import SHOWN_SELECTOR, matrices, pick, rows_by_task
 
 
 def bon_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
     """Page data of a `bon` run (see the module doc)."""
-    candidates = {}
-    if (run.path / "candidates.jsonl").is_file():
-        candidates = {row["task_id"]: row.get("candidates", []) for row in read_jsonl(run.path / "candidates.jsonl")}
+    candidates = {task_id: row.get("candidates", []) for task_id, row in rows_by_task(run.path, "candidates.jsonl").items()}
     tasks = []
-    for labelled in load_matrices(run.path / "matrices.npz") if (run.path / "matrices.npz").is_file() else []:
+    for labelled in matrices(run.path):
         matrix = labelled.matrix
-        chosen = int(np.argmax(select(matrix, SHOWN_SELECTOR))) if matrix.n_candidates else None
+        chosen = pick(labelled)
         rows = [{"id": candidate, "mark": bool(correct), "cells": [bool(p) for p in passed]}
                 for candidate, correct, passed in zip(labelled.candidate_ids, matrix.correct, matrix.passed)]
         items: list[dict[str, Any]] = [{

@@ -8,13 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from codea1_eval.commands.mul.scoring import UNRUNNABLE_TEST
-from codea1_eval.results import read_jsonl
 from codea1_eval.tables.index import Run
-
-
-def _by_task(run: Run, name: str) -> dict[str, dict]:
-    path = run.path / name
-    return {row["task_id"]: row for row in read_jsonl(path) if "task_id" in row} if path.is_file() else {}
+from codea1_eval.tables.run_records import rows_by_task, tests_hold
 
 
 def _test_items(record: dict) -> tuple[list[dict], list[bool]]:
@@ -23,15 +18,12 @@ def _test_items(record: dict) -> tuple[list[dict], list[bool]]:
         results = record["results"]
         rows = [[result.get("source"), result.get("status"), result.get("detail") or ""] for result in results]
         return ([{"kind": "table", "title": f"tests ({record.get('mode', '')} mode)", "columns": ["test", "class", "detail"],
-                  "rows": rows}], [result.get("status") == "valid" for result in results])
-    rows, valid = [], []
-    for k, run in sorted((record.get("runs") or {}).items(), key=lambda item: int(item[0])):
-        outcomes = run.get("outcomes") or []
-        rows += [[k, name, outcome] for name, outcome in outcomes]
-        valid.append(run.get("status") == "ok" and all(outcome == "passed" for _, outcome in outcomes))
+                  "rows": rows}], tests_hold(record))
+    rows = [[k, name, outcome] for k, run in sorted((record.get("runs") or {}).items(), key=lambda item: int(item[0]))
+            for name, outcome in run.get("outcomes") or []]
     items = [{"kind": "table", "title": "ULT rounds: pytest outcome of each test on the reference",
               "columns": ["k", "test", "outcome"], "rows": rows}]
-    return items + [{"kind": "text", "text": test} for test in record.get("tests", [])], valid
+    return items + [{"kind": "text", "text": test} for test in record.get("tests", [])], tests_hold(record)
 
 
 def _kill_matrix(record: dict) -> dict:
@@ -47,9 +39,9 @@ def _kill_matrix(record: dict) -> dict:
 
 def mul_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
     """Page data of a `mul` run (see the module doc)."""
-    mutants, coverage = _by_task(run, "mutants.jsonl"), _by_task(run, "coverage.jsonl")
+    mutants, coverage = rows_by_task(run.path, "mutants.jsonl"), rows_by_task(run.path, "coverage.jsonl")
     tasks = []
-    for task_id, record in _by_task(run, "tests.jsonl").items():
+    for task_id, record in rows_by_task(run.path, "tests.jsonl").items():
         items, valid = _test_items(record)
         if task_id in mutants and not mutants[task_id].get("error"):
             items.append(_kill_matrix(mutants[task_id]))

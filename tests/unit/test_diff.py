@@ -36,7 +36,7 @@ def test_a_changed_time_limit_is_named_first_and_explains_the_one_flip():
     flip, = result.flips
     assert flip.a == "pass/pass" and flip.b.startswith("fail/fail (") and "time limit" in flip.b
     assert flip.reason == "the same program judged differently (changed: config.timeout_scale)"
-    assert result.samples_compared == 4
+    assert (result.compared, result.unit) == (4, "samples")
 
 
 def test_a_different_samples_file_flips_the_replaced_sample_as_a_different_generation():
@@ -68,3 +68,45 @@ def test_the_command_prints_settings_first_and_json_on_request(tmp_path):
     missing = _cli(str(FIXTURES / "a"), str(tmp_path))
     assert missing.returncode != 0 and missing.stderr.strip().splitlines() == [
         f"error: {tmp_path} is not a codea1-eval run dir (no manifest.json)"]
+
+
+def _copy(tmp_path: Path, fixture: str, name: str) -> Path:
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(FIXTURES.parent / "view" / fixture, target)
+    return target
+
+
+def test_mul_tasks_whose_tests_turn_to_fail_are_listed_with_their_reason(tmp_path):
+    rejudged, rewritten = _copy(tmp_path, "mul", "rejudged"), _copy(tmp_path, "mul", "rewritten")
+    for run, change in ((rejudged, {"status": "wrong_answer"}), (rewritten, {"status": "raised", "source": "x"})):
+        rows = [json.loads(line) for line in (run / "tests.jsonl").open()]
+        first = next(row for row in rows if row["task_id"] == "HumanEval/1")
+        first["results"][0].update(change)
+        (run / "tests.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    total = len(next(json.loads(line) for line in (FIXTURES.parent / "view" / "mul" / "tests.jsonl").open()
+                     if json.loads(line)["task_id"] == "HumanEval/1")["results"])
+    result = diff_runs(FIXTURES.parent / "view" / "mul", rejudged)
+    assert (result.compared, result.unit) == (2, "tasks")
+    assert [(f.task_id, f.index, f.a, f.b, f.reason) for f in result.flips] == [
+        ("HumanEval/1", None, f"{total}/{total} tests hold", f"{total - 1}/{total} tests hold",
+         "the same tests judged differently")]
+    assert diff_runs(FIXTURES.parent / "view" / "mul", rewritten).flips[0].reason == \
+        "a different generation (the tests differ)"
+
+
+def test_a_bon_task_whose_pick_turns_wrong_is_listed(tmp_path):
+    from codea1_eval.scaling.matrix import ProblemMatrix
+    from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
+
+    run = _copy(tmp_path, "bon", "relabelled")
+    labelled, = load_matrices(run / "matrices.npz")
+    matrix = labelled.matrix
+    # c0, most-passed's pick, is the one correct candidate; marking it wrong turns the pick wrong
+    relabelled = ProblemMatrix(matrix.task_id, matrix.passed, [False] * matrix.n_candidates, matrix.outputs,
+                               matrix.test_keys)
+    save_matrices(run / "matrices.npz", [LabelledMatrix(relabelled, labelled.candidate_ids, labelled.test_ids)])
+    result = diff_runs(FIXTURES.parent / "view" / "bon", run)
+    assert [(f.task_id, f.a, f.b, f.reason) for f in result.flips] == [
+        ("HumanEval/53", "pick right", "pick wrong", "the same programs and tests judged differently")]
