@@ -2,8 +2,11 @@
 render Tables 1-5 and Figures 3 and 5.
 
     python scripts/paper_grid.py --scale toy --model DIR --out grid             # minutes on a CPU
-    python scripts/paper_grid.py --scale paper --coder Qwen/Qwen2.5-Coder-7B-Instruct \\
-        --tester Qwen/Qwen2.5-Coder-7B-Instruct --data kodcode.parquet --gpus 8 --out grid --dry-run
+    python scripts/paper_grid.py --scale paper --coder CKPT_DIR --tester CKPT_DIR --data kodcode.parquet \\
+        --gpus 8 --out grid --dry-run
+
+``--coder`` / ``--tester`` are local checkpoint directories (e.g. a downloaded Qwen2.5-Coder-7B-Instruct):
+`train` starts from local weights.
 
 Every step is one `codea1-eval` command, run with OUT as the working directory; ``--dry-run`` prints them
 (the recipe as a shell script). The grid:
@@ -203,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     coder, tester = (args.coder or args.model), (args.tester or args.model)
     if args.scale == "paper" and not (args.coder and args.tester and args.data):
         parser.error("--scale paper needs --coder, --tester and --data")
+    for spec in (args.coder, args.tester):
+        if spec and not args.dry_run and spec != "smollm2" and not Path(spec).is_dir():
+            parser.error(f"{spec} is not a local checkpoint directory (train starts from local weights)")
     data = args.data or "data/train.jsonl"
     grid = build_grid(args.scale, _absolute(coder), _absolute(tester), _absolute(data) if args.data else data,
                       args.gpus)

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from codea1_eval.tables.index import Run, load_run
-from codea1_eval.tables.run_records import matrices, pick, rows, rows_by_task, tests_hold
+from codea1_eval.tables.run_records import (matrices, pick, rows, rows_by_task, rows_grouped, task_holds,
+                                             tests_hold)
 
-SECTION_ORDER = ("status", "benchmark", "generation", "coder", "tester", "config", "sandbox", "tool_version",
+SECTION_ORDER = ("command", "status", "benchmark", "skipped", "generation", "coder", "tester", "config", "sandbox", "tool_version",
                  "git", "packages", "host")
 NOISE = {"generation.generation_cache", "coder.generation_cache", "tester.generation_cache", "benchmark.source",
-         "benchmark.tasks", "host.hostname", "config.out"}
+         "host.hostname", "config.out"}
 """Facts that differ between runs without changing a result (cache hit counts, where a file lay)."""
 LIMIT_SETTINGS = ("config.timeout_scale", "config.isolation", "sandbox.")
 
@@ -161,7 +162,7 @@ def _pick_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], i
     """bon: tasks whose pick turned right or wrong."""
     picks = [{m.matrix.task_id: m for m in matrices(run.path)} for run in (a, b)]
     candidates = [rows_by_task(run.path, "candidates.jsonl") for run in (a, b)]
-    suites = [rows_by_task(run.path, "suites.jsonl") for run in (a, b)]
+    suites = [rows_grouped(run.path, "suites.jsonl", "candidate") for run in (a, b)]  # white-box: one per candidate
     flips, shared = [], [task for task in picks[0] if task in picks[1]]
     for task in shared:
         right = []
@@ -171,7 +172,7 @@ def _pick_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], i
         if right[0] == right[1]:
             continue
         codes = [[c.get("code") for c in side.get(task, {}).get("candidates", [])] for side in candidates]
-        tests = [[s.get("response") for s in side.get(task, {}).get("suites", [])] for side in suites]
+        tests = [[s.get("response") for row in side.get(task, []) for s in row.get("suites", [])] for side in suites]
         reason = ("different candidates (the coder's programs differ)" if codes[0] != codes[1] else
                   "different tests (the tester's suites differ)" if tests[0] != tests[1] else
                   _judged_again(limit_changes, "programs and tests"))
@@ -184,14 +185,14 @@ def _test_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], i
     records = [rows_by_task(run.path, "tests.jsonl") for run in (a, b)]
     flips, shared = [], [task for task in records[0] if task in records[1]]
     for task in shared:
-        held = [tests_hold(side[task]) for side in records]
-        if all(held[0]) == all(held[1]):
+        if task_holds(records[0][task]) == task_holds(records[1][task]):
             continue
+        counts = [f"{sum(held)}/{len(held)} tests hold" for held in (tests_hold(side[task]) for side in records)]
         texts = [[r.get("source") for r in side[task].get("results", [])] or side[task].get("tests", [])
                  for side in records]
         reason = ("a different generation (the tests differ)" if texts[0] != texts[1] else
                   _judged_again(limit_changes, "tests"))
-        flips.append(Flip(task, None, *(f"{sum(h)}/{len(h)} tests hold" for h in held), reason))
+        flips.append(Flip(task, None, *counts, reason))
     return flips, len(shared)
 
 

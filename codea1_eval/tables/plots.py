@@ -172,5 +172,10 @@ def plot_runs(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     if len({run.config.get("alpha", 0.5) for run in runs if run.command == "train"}) >= 2:
         written += plot_alpha_ablation(runs, out_dir)
     if len({_code_a1_alpha(run) for run in runs if run.command in ("avg", "mul")} - {None}) >= 2:
-        written += plot_alpha_effect(runs, out_dir)
+        try:
+            written += plot_alpha_effect(runs, out_dir)
+        except UserError as exc:  # e.g. two checkpoints of one α on one benchmark: the other figures still count
+            from codea1_eval.display import console
+
+            console.print(f"[yellow]Figure 3 (alpha-effect) not drawn:[/] {exc}")
     return written

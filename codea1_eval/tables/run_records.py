@@ -34,6 +34,22 @@ def tests_hold(record: dict) -> list[bool]:
             for _, run in sorted((record.get("runs") or {}).items(), key=lambda item: int(item[0]))]
 
 
+def task_holds(record: dict) -> bool:
+    """A `mul` task's verdict: it has tests and every one holds on the reference."""
+    held = tests_hold(record)
+    return bool(held) and all(held)
+
+
+def rows_grouped(run_dir: Path, name: str, order: str) -> dict[str, list[dict]]:
+    """Every row of ``run_dir/name`` grouped by task id, each group sorted by the field ``order`` (rows
+    without it first)."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows(run_dir, name):
+        groups.setdefault(row.get("task_id"), []).append(row)
+    return {task: sorted(group, key=lambda row: (row.get(order) is not None, str(row.get(order))))
+            for task, group in groups.items()}
+
+
 def matrices(run_dir: Path) -> list[LabelledMatrix]:
     """A `bon` run's code x test matrices (none when the run has no matrices file)."""
     path = Path(run_dir) / "matrices.npz"

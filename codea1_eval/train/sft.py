@@ -30,7 +30,8 @@ EVAL_ROWS = 64
 
 @dataclass
 class SftConfig:
-    """Inputs of ``train sft``; every field but ``out`` and ``overwrite`` defines the run."""
+    """Inputs of ``train sft``; every field but ``out`` and ``overwrite`` defines the run (with the data's
+    sha256)."""
 
     data: str
     out: Path
@@ -72,10 +73,12 @@ def run_sft(config: SftConfig) -> dict[str, Any]:
     data = Path(config.data)
     rows = prompt_completion_rows(data)
     base = starting_checkpoint(config.tester)
-    run = RunDir(Path(config.out), "train-sft", config.identity(), overwrite=config.overwrite)
+    data_sha256 = file_sha256(data)  # in the identity: rewritten rows under the same name are a new run
+    run = RunDir(Path(config.out), "train-sft", {**config.identity(), "data_sha256": data_sha256},
+                 overwrite=config.overwrite)
     if run.recorded("status") == "complete" and run.file(TESTER_DIR).is_dir():
         return run.recorded("summary")
-    facts = {"data_sha256": file_sha256(data), "rows": len(rows), "base_checkpoint": str(base)}
+    facts = {"data_sha256": data_sha256, "rows": len(rows), "base_checkpoint": str(base)}
     run.write_manifest({"status": "running", **facts})
     with run.outcome_recorded():
         losses = _train(config, rows, base, run)
@@ -145,10 +148,3 @@ def _train(config: SftConfig, rows: list[dict[str, Any]], base: Path, run: RunDi
     trainer.model.save_pretrained(tester)
     tokenizer.save_pretrained(tester)
     return losses
-
-
-def read_sft_log(out: Path) -> list[dict[str, Any]]:
-    """The logged losses of an SFT run (one row per optimiser step)."""
-    return [dict(row) for row in read_jsonl(Path(out) / SFT_LOG)]
-
-

@@ -2,12 +2,13 @@
 
 The page shows the run's metrics with their intervals, its settings and provenance, then one row per
 task, built by the view registered for the run's command (``VIEWS``: ``avg``, ``mul``, ``bon``,
-``train``). A view is a function ``(run, data_dir) -> page data`` (``tasks``, ``charts``, ...).
+``train``). A view is a function ``(run, ViewOptions) -> page data`` (``tasks``, ``charts``, ...).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +17,18 @@ from codea1_eval.results import write_text_atomic
 from codea1_eval.tables.index import Run, load_run
 from codea1_eval.view.page import render_page
 
-VIEWS: Registry[Callable[[Run, Path | None], dict[str, Any]]] = Registry("run view")
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """``data_dir``: where the run's benchmark file is; ``execute``: whether the avg page may run failing
+    samples again, in the sandbox at the run's isolation level, to show their values on the failing input."""
+
+    data_dir: Path | None = None
+    execute: bool = True
+
+
+VIEWS: Registry[Callable[[Run, ViewOptions], dict[str, Any]]] = Registry("run view")
 VIEWS.register("avg", "codea1_eval.view.avg:avg_view", help="samples per task: response, code, verdict, failing input")
 VIEWS.register("bon", "codea1_eval.view.bon:bon_view", help="code x test matrix per task as a heatmap; the curves")
 VIEWS.register("mul", "codea1_eval.view.mul:mul_view", help="tests per task with their class; kill matrix; coverage")
@@ -36,19 +48,19 @@ def summary(run: Run) -> dict[str, Any]:
     return {"metrics": metrics, "settings": dict(run.config), "provenance": provenance}
 
 
-def view_data(run_dir: Path, data_dir: Path | None = None) -> dict[str, Any]:
+def view_data(run_dir: Path, options: ViewOptions = ViewOptions()) -> dict[str, Any]:
     """Everything the page of ``run_dir`` shows."""
     run = load_run(Path(run_dir))
     data = {"title": f"{run.command}: {run.path.resolve().name}", "summary": summary(run), "charts": [],
             "tasks": [], "tasks_title": "Tasks"}
-    data.update(VIEWS.get(run.command)(run, data_dir))
+    data.update(VIEWS.get(run.command)(run, options))
     return _finite(data)
 
 
-def write_view(run_dir: Path, out: Path | None = None, data_dir: Path | None = None) -> Path:
+def write_view(run_dir: Path, out: Path | None = None, options: ViewOptions = ViewOptions()) -> Path:
     """Write the page of ``run_dir`` to ``out`` (default ``RUN_DIR/view.html``); return its path."""
     target = Path(out) if out else Path(run_dir) / "view.html"
-    write_text_atomic(target, render_page(view_data(run_dir, data_dir)))
+    write_text_atomic(target, render_page(view_data(run_dir, options)))
     return target
 
 
@@ -63,4 +75,4 @@ def _finite(value: Any) -> Any:
     return value
 
 
-__all__ = ["VIEWS", "summary", "view_data", "write_view"]
+__all__ = ["VIEWS", "ViewOptions", "summary", "view_data", "write_view"]

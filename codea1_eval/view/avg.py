@@ -3,25 +3,30 @@ list, and for a failure the first failing input with the reference's and the sam
 
 Both values are computed on the trusted side when the page is built: the call runs in the sandbox, once on
 the reference and once on the sample's program, and comes back as data (``asserts.run.calls_program``).
-That needs the benchmark file (``--data-dir``; the run's dataset sha256 must match) and takes one sandbox
-program per distinct failing program, so at most ``DETAILED_FAILURES`` of them are detailed; the others show
-the input alone. Benchmarks judged by test scripts (BigCodeBench, KodCode) show the execution's error.
+That needs the benchmark file (``--data-dir``; the run's dataset sha256 must match), runs the samples'
+code again (at the run's isolation level, with the benchmark's files hidden as in the run; ``view
+--no-exec`` shows the input alone) and takes one sandbox program per distinct failing program, so at most
+``DETAILED_FAILURES`` of them are detailed. Benchmarks judged by test scripts (BigCodeBench, KodCode) show
+the execution's error.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codea1_eval.asserts.literals import value_source
 from codea1_eval.asserts.run import calls_program
-from codea1_eval.benchmarks.base import Problem, load_benchmark
+from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.errors import UserError
 from codea1_eval.extract import extract_code
-from codea1_eval.sandbox import Executor
+from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
 from codea1_eval.sandbox.engine import RETURNED
 from codea1_eval.tables.index import Run
 from codea1_eval.tables.run_records import rows
+
+if TYPE_CHECKING:
+    from codea1_eval.view import ViewOptions
 
 DETAILED_FAILURES = 200
 
@@ -36,16 +41,21 @@ def _first_failure(call_statuses: list) -> int | None:
     return None
 
 
-def _problems(run: Run, data_dir: Path | None) -> dict[str, Problem]:
-    """The run's benchmark problems by task id, or {} when its data file is not here or differs."""
+def _benchmark(run: Run, data_dir: Path | None) -> Benchmark | None:
+    """The run's benchmark, or None when its data file is not here or differs from the run's."""
     config = run.config
     try:
         benchmark = load_benchmark(config.get("benchmark"), data_dir, config.get("split"), config.get("subset"))
     except UserError:
-        return {}
-    if benchmark.sha256 != run.setting("dataset_sha256"):
-        return {}
-    return {problem.task_id: problem for problem in benchmark.problems}
+        return None
+    return benchmark if benchmark.sha256 == run.setting("dataset_sha256") else None
+
+
+def _executor(run: Run, benchmark: Benchmark) -> Executor:
+    """A local executor with the run's isolation level and the benchmark's grants, its files hidden."""
+    limits = SandboxLimits(isolation=run.config.get("isolation") or "process",
+                           grants=benchmark.harness.sandbox_grants)
+    return make_executor("local", limits, None, benchmark.private_paths())
 
 
 def _call_text(problem: Problem, index: int) -> str | None:
@@ -59,17 +69,17 @@ def _shown(result: Any) -> str:
     return value_source(result.value) or repr(result.value)[:300]
 
 
-def _failure_details(failures: dict[str, tuple[Problem, int, str]]) -> dict[str, str]:
+def _failure_details(failures: dict[str, tuple[Problem, int, str]], executor: Executor | None) -> dict[str, str]:
     """execution key -> "input ... expected ... actual ..." for up to DETAILED_FAILURES failing programs."""
     details, jobs = {}, []
     for key, (problem, index, solution) in failures.items():
         which = f"{'base' if index < problem.n_base else 'plus'} input #{index if index < problem.n_base else index - problem.n_base}"
         call = _call_text(problem, index)
         details[key] = f"first failing call: {which}: {call if call else repr(problem.inputs[index])}"
-        if call is not None and len(jobs) < DETAILED_FAILURES:
+        if executor is not None and call is not None and len(jobs) < DETAILED_FAILURES:
             jobs.append((key, calls_program(problem.reference, [call]), calls_program(solution, [call])))
     if jobs:
-        results = iter(Executor().map([program for _, *pair in jobs for program in pair]))
+        results = iter(executor.map([program for _, *pair in jobs for program in pair]))
         for key, _, _ in jobs:
             expected, actual = next(results), next(results)
             expected_text = _shown(expected.calls[0]) if expected.calls else expected.error
@@ -84,14 +94,15 @@ def _code_span(response: str) -> tuple[int | None, int | None]:
     return (start, start + len(code)) if start >= 0 else (None, None)
 
 
-def avg_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
+def avg_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
     """Page data of an `avg` run (see the module doc)."""
     responses = {row["key"]: row["response"] for row in rows(run.path, "generations.jsonl") if "key" in row}
     executions = {row["key"]: row for row in rows(run.path, "executions.jsonl") if "key" in row}
     by_task: dict[str, list[dict]] = {}
     for row in rows(run.path, "samples.jsonl"):
         by_task.setdefault(row["task_id"], []).append(row)
-    problems = _problems(run, data_dir)
+    benchmark = _benchmark(run, options.data_dir)
+    problems = {problem.task_id: problem for problem in benchmark.problems} if benchmark else {}
     failures = {}
     for task_id, samples in by_task.items():
         for sample in samples:
@@ -101,7 +112,8 @@ def avg_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
             if (index is not None and problem is not None and problem.inputs and index < len(problem.inputs)
                     and sample["execution_key"] not in failures):
                 failures[sample["execution_key"]] = (problem, index, sample["solution"])
-    details = _failure_details(failures)
+    details = _failure_details(failures, _executor(run, benchmark) if benchmark and failures and options.execute
+                               else None)
     tasks = []
     for task_id, samples in by_task.items():
         items = []

@@ -4,14 +4,16 @@ starred; the candidates' code; and the best-of-N curves the run recorded."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codea1_eval.tables.index import Run
 from codea1_eval.tables.run_records import SHOWN_SELECTOR, matrices, pick, rows_by_task
 
+if TYPE_CHECKING:
+    from codea1_eval.view import ViewOptions
 
-def bon_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
+
+def bon_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
     """Page data of a `bon` run (see the module doc)."""
     candidates = {task_id: row.get("candidates", []) for task_id, row in rows_by_task(run.path, "candidates.jsonl").items()}
     tasks = []

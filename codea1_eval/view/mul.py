@@ -4,12 +4,14 @@ a mutant row is ticked when any test kills it) and the reference's coverage by t
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codea1_eval.commands.mul.scoring import UNRUNNABLE_TEST
 from codea1_eval.tables.index import Run
-from codea1_eval.tables.run_records import rows_by_task, tests_hold
+from codea1_eval.tables.run_records import rows_by_task, task_holds, tests_hold
+
+if TYPE_CHECKING:
+    from codea1_eval.view import ViewOptions
 
 
 def _test_items(record: dict) -> tuple[list[dict], list[bool]]:
@@ -37,7 +39,7 @@ def _kill_matrix(record: dict) -> dict:
             "legend": "green: the test kills the mutant; \u2713 the mutant is killed by some test"}
 
 
-def mul_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
+def mul_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
     """Page data of a `mul` run (see the module doc)."""
     mutants, coverage = rows_by_task(run.path, "mutants.jsonl"), rows_by_task(run.path, "coverage.jsonl")
     tasks = []
@@ -50,7 +52,7 @@ def mul_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
             items.append({"kind": "text", "text": f"coverage of the reference: lines {cover.get('lines_covered')}/"
                                                   f"{cover.get('lines_total')}, branches {cover.get('branches_covered')}/"
                                                   f"{cover.get('branches_total')}"})
-        status = "pass" if valid and all(valid) else "fail" if not any(valid) else "mixed"
+        status = "pass" if task_holds(record) else "fail" if not any(valid) else "mixed"
         killed = sum(row["mark"] for item in items if item["kind"] == "matrix" for row in item["rows"])
         total = sum(len(item["rows"]) for item in items if item["kind"] == "matrix")
         tasks.append({"id": task_id, "status": status, "items": items,

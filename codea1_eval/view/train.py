@@ -4,17 +4,19 @@ step from ``rollouts.jsonl`` (one row per step and question: each code's reward 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codea1_eval.results import read_jsonl
 from codea1_eval.tables.index import Run
+
+if TYPE_CHECKING:
+    from codea1_eval.view import ViewOptions
 
 CURVES = (("rewards", ("code_reward", "test_reward", "r_val", "r_adv")),
           ("Mistake Book", ("mistake_book_size", "history_pass_rate")))
 
 
-def train_view(run: Run, data_dir: Path | None) -> dict[str, Any]:
+def train_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
     """Page data of a `train` run (see the module doc)."""
     charts = [{"title": title, "x": "step", "series": [
         {"label": key, "points": [[line["step"], line.get(key)] for line in run.train_log]} for key in keys]}

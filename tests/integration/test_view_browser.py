@@ -116,10 +116,14 @@ def test_a_thousand_task_page_loads_and_filters(browser, tmp_path):
     tasks = [{"id": f"T/{i}", "status": "pass" if i % 3 else "fail", "counts": "1/1", "search": "",
               "items": [{"kind": "text", "text": f"task {i}"}]} for i in range(1000)]
     page_file = tmp_path / "big.html"
+    hostile = '<img src="x" onerror="document.body.dataset.hostile = 1">'  # a label taken from a run's files
+    charts = [{"title": hostile, "x": "step", "series": [{"label": hostile, "points": [[0, 1.0], [1, 2.0]]}]}]
     page_file.write_text(render_page({"title": "big", "summary": {"metrics": [], "settings": {}, "provenance": {}},
-                                      "charts": [], "tasks": tasks, "tasks_title": "Tasks"}))
+                                      "charts": charts, "tasks": tasks, "tasks_title": "Tasks"}))
     page = _open(browser, page_file, "thousand-rows")
     assert page.locator("#tasks details").count() == 1000
+    assert page.locator("#charts img").count() == 0 and page.locator("body[data-hostile]").count() == 0
+    assert page.locator("#charts svg text").first.text_content() == hostile  # shown as text
     page.select_option("#status", "fail")
     assert page.locator("#shown").inner_text() == "334 shown"  # i % 3 == 0 for 0, 3, ..., 999
     page.fill("#search", "t/99")

@@ -29,4 +29,23 @@ def test_an_unknown_task_is_one_clear_error():
 def test_tasks_enter_the_config_hash_only_when_chosen(config_class):
     """(Each identity starts from ``result_fields``.)"""
     assert "tasks" not in config_class().result_fields()  # older run dirs keep their hash and stay resumable
+    assert "tasks" not in config_class(tasks=[]).result_fields()  # an API caller's empty list too
     assert config_class(tasks=("T/1",)).result_fields()["tasks"] == ("T/1",)
+
+
+@pytest.mark.parametrize("fixture", ["avg-humaneval-canonical", "avg-mbpp-smollm2", "mul-smollm2", "bon-humaneval"])
+def test_run_dirs_recorded_before_the_option_keep_their_config_hash(fixture):
+    """The fixture run dirs were written before --task existed: their recorded hash is what the command
+    computes from their recorded config today, so rerunning them resumes instead of refusing."""
+    import json
+    from pathlib import Path
+
+    from codea1_eval.results import config_hash
+
+    manifest = json.loads((Path(__file__).parents[1] / "fixtures" / "runs" / fixture / "manifest.json").read_text())
+    config_class = {"avg": AvgConfig, "mul": MulConfig, "bon": BonConfig}[manifest["command"]]
+    names = set(config_class.__dataclass_fields__)
+    config = config_class(**{key: value for key, value in manifest["config"].items() if key in names})
+    identity = config.identity() if hasattr(config, "identity") else config.result_fields()
+    added_by_the_command = {key: value for key, value in manifest["config"].items() if key not in names}  # sha256s
+    assert config_hash({"command": manifest["command"], **identity, **added_by_the_command}) == manifest["config_hash"]

@@ -10,7 +10,7 @@ import pytest
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox import Executor
 from codea1_eval.train.data import TrainProblem, recorded_test_source
-from codea1_eval.train.golden_data import _validated_asserts, golden_test_program
+from codea1_eval.train.golden_data import golden_test_program, validated_asserts
 from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.sft import prompt_completion_rows
 
@@ -20,9 +20,12 @@ ADD = TrainProblem("q/add", "Add two numbers.", "add", "def add(x, y):\n    retu
 def test_kept_asserts_are_corrected_unique_and_in_order():
     replies = ["```python\nassert add(1, 2) == 3\nassert add(2, 2) == 5\nassert add(y, 1) == 2\n```",
                "```python\nassert add(1, 2) == 3\nassert add(0, 0) == 0\n```"]
-    kept = _validated_asserts(ADD, replies, Executor(parallel=1))
+    noise = TrainProblem("q/neg", "Negate.", "neg", "def neg(x):\n    return -x\n")
+    kept = validated_asserts([ADD, noise], [replies, ["no test here", "```python\nassert neg(2) == -2\n```"]],
+                             Executor(parallel=1))
     # the wrong answer (5) is corrected to the reference's 4; the raising call and the repeat are dropped
-    assert kept == ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 0) == 0"]
+    assert kept == [["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 0) == 0"],
+                    ["assert neg(2) == -2"]]
 
 
 def test_golden_tests_are_one_function_each_and_the_reference_passes_them_all():
