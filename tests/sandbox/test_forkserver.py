@@ -105,6 +105,15 @@ def test_a_worker_is_reaped_only_after_the_harness_releases_it(monkeypatch, tmp_
     assert template in template_pids()
     session.close()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and psutil.pid_exists(pid) and psutil.Process(pid).ppid() == template:
+    while time.monotonic() < deadline and _still_child_of(pid, template):
         time.sleep(0.05)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != template
+    assert not _still_child_of(pid, template)
+
+
+def _still_child_of(pid: int, parent: int) -> bool:
+    """Whether ``pid`` is still ``parent``'s child (not yet reaped). Checking that the pid exists and then
+    reading its parent would race with the reaping in between."""
+    try:
+        return psutil.Process(pid).ppid() == parent
+    except psutil.NoSuchProcess:
+        return False
