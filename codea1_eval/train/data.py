@@ -11,7 +11,7 @@ local ``.parquet`` or ``.jsonl`` file, or from the hub with ``datasets`` when on
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -46,6 +46,29 @@ class TrainProblem:
 
 def _from_row(row: dict[str, Any], where: str) -> TrainProblem:
     return TrainProblem.from_problem(problem_from_row(row, where))
+
+
+@dataclass(kw_only=True)
+class SampledDataJob:
+    """What every command that samples a model over a training file shares (``sft-data``, ``golden-data``):
+    the file, the output, sampling, and where the model and the sandbox run."""
+
+    data: str
+    out: Path
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int = 0
+    limit: int | None = None
+    parallel: int | None = None
+    batch_size: int = 16
+    backend_options: dict = field(default_factory=dict)
+
+    def load_backend(self, spec: str):
+        """The model backend for ``spec`` with this job's batch size and backend options."""
+        from codea1_eval.config import RunOptions
+
+        return RunOptions(batch_size=self.batch_size, backend_options=self.backend_options).load_backend(spec)
 
 
 def load_train_problems(source: str | Path, limit: int | None = None) -> list[TrainProblem]:

@@ -15,7 +15,7 @@ checkpoints' records and ``table --layout golden-sources`` reads.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +25,18 @@ from codea1_eval.errors import UserError
 from codea1_eval.models.provenance import training_provenance
 from codea1_eval.results import write_jsonl_atomic
 from codea1_eval.sandbox import Executor
-from codea1_eval.train.data import TrainProblem, load_train_problems
+from codea1_eval.train.data import SampledDataJob, TrainProblem, load_train_problems
 from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.rewards import TARGET_TESTS
 
 
-@dataclass
-class GoldenDataConfig:
+@dataclass(kw_only=True)
+class GoldenDataConfig(SampledDataJob):
     """Inputs of ``train golden-data``."""
 
-    data: str
-    out: Path
     tester: str = "smollm2"
     suites: int = 4
     max_tests: int = TARGET_TESTS
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
-    limit: int | None = None
-    parallel: int | None = None
-    batch_size: int = 16
-    backend_options: dict = field(default_factory=dict)
 
 
 def golden_test_program(asserts: list[str]) -> str:
@@ -57,13 +47,12 @@ def golden_test_program(asserts: list[str]) -> str:
 def build_golden_data(config: GoldenDataConfig) -> dict[str, Any]:
     """Have the tester write and validate golden tests, write the new training file; return counts."""
     from codea1_eval.benchmarks.base import Problem
-    from codea1_eval.config import RunOptions
     from codea1_eval.models.driver import generate_all
     from codea1_eval.requests import tester_request
 
     problems = load_train_problems(config.data, config.limit)
     executor = Executor(parallel=config.parallel)
-    backend = RunOptions(batch_size=config.batch_size, backend_options=config.backend_options).load_backend(config.tester)
+    backend = config.load_backend(config.tester)
     requests = [tester_request(Problem(p.question_id, p.question, p.entry_point, p.solution), None, config.suites,
                                config.temperature, config.top_p, config.max_tokens, config.seed,
                                f"golden:{p.question_id}") for p in problems]

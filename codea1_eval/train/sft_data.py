@@ -10,7 +10,7 @@ Rows are TRL's conversational SFT format (``messages``), plus ``question_id`` an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +20,17 @@ from codea1_eval.errors import UserError
 from codea1_eval.prompts import assert_test_messages
 from codea1_eval.results import write_jsonl_atomic
 from codea1_eval.sandbox import Executor
-from codea1_eval.train.data import TrainProblem, load_train_problems
+from codea1_eval.train.data import SampledDataJob, TrainProblem, load_train_problems
 from codea1_eval.train.ground_truth import pass_rates_by_question
 from codea1_eval.train.rewards import TARGET_TESTS
 
 
-@dataclass
-class SftDataConfig:
+@dataclass(kw_only=True)
+class SftDataConfig(SampledDataJob):
     """Inputs of ``train sft-data``."""
 
-    data: str
-    out: Path
     coder: str = "smollm2"
     codes: int = 8
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int = 0
-    limit: int | None = None
-    parallel: int | None = None
-    batch_size: int = 16
-    backend_options: dict = field(default_factory=dict)
 
 
 def reference_asserts(problem: TrainProblem, executor: Executor) -> list[str]:
@@ -54,7 +44,6 @@ def build_sft_data(config: SftDataConfig) -> dict[str, Any]:
     """Sample codes, keep the failing ones, write the SFT rows to ``config.out``; return counts."""
     from codea1_eval.requests import code_requests
     from codea1_eval.benchmarks.base import Problem
-    from codea1_eval.config import RunOptions
     from codea1_eval.models.driver import generate_all
 
     problems = load_train_problems(config.data, config.limit)
@@ -63,7 +52,7 @@ def build_sft_data(config: SftDataConfig) -> dict[str, Any]:
         raise UserError(f"sft-data needs ground-truth tests (a `test` field); {len(missing)} questions lack one, "
                         f"e.g. {missing[0]}")
     executor = Executor(parallel=config.parallel)
-    backend = RunOptions(batch_size=config.batch_size, backend_options=config.backend_options).load_backend(config.coder)
+    backend = config.load_backend(config.coder)
     as_tasks = [Problem(p.question_id, p.question, p.entry_point, p.solution) for p in problems]
     requests = code_requests(as_tasks, config.codes, config.temperature, config.top_p, config.max_tokens, config.seed)
     responses: dict[int, list[str]] = {}
