@@ -47,6 +47,23 @@ def is_floats(value: Any) -> bool:
     return False
 
 
+def _float_close(out: float, exp: float, atol: float) -> bool:
+    """``np.isclose(out, exp, rtol=1e-07, atol)`` for two Python floats, without numpy's per-call cost
+    (~15 µs): within tolerance where ``exp`` is finite, else equal (NaN never; infinities of one sign)."""
+    return (abs(out - exp) <= atol + 1e-07 * abs(exp) and math.isfinite(exp)) or out == exp
+
+
+def _allclose(out: Any, exp: Any, atol: float) -> bool:
+    """``np.allclose(out, exp, rtol=1e-07, atol)``; Python floats and equal-length lists or tuples of them
+    take an exact pure-Python path (numpy converts them to float64, which they already are)."""
+    if type(exp) is float:
+        return _float_close(out, exp, atol)
+    if (type(exp) in (list, tuple) and all(type(item) is float for item in exp)
+            and all(type(item) is float for item in out)):
+        return all(_float_close(o, e, atol) for o, e in zip(out, exp))
+    return bool(np.allclose(out, exp, rtol=1e-07, atol=atol))
+
+
 def _exact_match(dataset: str, entry_point: str, inputs, out, exp, atol) -> bool:
     """``out == exp`` plus evalplus' special oracles; the plain comparison is made only where
     evalplus would evaluate it as a truth value (an ndarray ``out`` on a set-equality task is fine)."""
@@ -89,7 +106,7 @@ class EvalplusComparator:
                 ok = type(out) == type(exp)  # noqa: E721 - evalplus compares exact types
                 if ok and isinstance(exp, (list, tuple)):
                     ok = len(out) == len(exp)
-                return bool(ok and np.allclose(out, exp, rtol=1e-07, atol=self.atol))
+                return ok and _allclose(out, exp, self.atol)
             return bool(exact)
         except Exception:
             return False

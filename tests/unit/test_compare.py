@@ -238,3 +238,34 @@ def test_agrees_with_evalplus_on_array_output_for_a_set_equality_task():
     assert theirs == [True]
     assert ours == theirs
 
+
+
+def test_the_float_fast_path_agrees_with_numpy_allclose_value_by_value():
+    """``_allclose`` skips numpy for Python floats; on every pair below (specials, tolerance edges, lists)
+    it must give what ``np.allclose(out, exp, rtol=1e-07, atol)`` gives."""
+    import random
+
+    from codea1_eval.sandbox.compare import _allclose
+
+    specials = [0.0, -0.0, 1.0, -1.0, 1e-6, 2e-6, 1e308, -1e308, 5e-324, float("inf"), float("-inf"), float("nan")]
+    rng = random.Random(0)
+    values = specials + [rng.uniform(-10, 10) for _ in range(40)]
+    pairs = [(a, b) for a in specials for b in values]
+    pairs += [(b * (1 + rng.choice([1e-7, -1e-7, 2e-7, 1e-8])) + rng.choice([0.0, 1e-6, -1e-6, 5e-7]), b)
+              for b in values for _ in range(5)]
+    disagreements = []
+    for atol in (1e-6, 0.5, 1e-9):
+        for out, exp in pairs:
+            if _allclose(out, exp, atol) != bool(np.allclose(out, exp, rtol=1e-07, atol=atol)):
+                disagreements.append((out, exp, atol))
+        for size in (1, 3):
+            for _ in range(200):
+                exp = [rng.choice(values) for _ in range(size)]
+                out = [e if rng.random() < 0.7 else rng.choice(values) for e in exp]
+                for kind in (list, tuple):
+                    if _allclose(kind(out), kind(exp), atol) != bool(np.allclose(out, exp, rtol=1e-07, atol=atol)):
+                        disagreements.append((out, exp, atol))
+    assert disagreements == []
+    assert len(pairs) == 12 * 52 + 52 * 5
+    # Not all floats: numpy's own path (ints and floats mixed compare as float64).
+    assert _allclose([1, 2.0], [1.0, 2.0], 1e-6) is True
