@@ -55,6 +55,9 @@ def train(
                                        "backend, weights synced after each update)."),
     vllm_mode: str = typer.Option("colocate", help="With --rollout-engine vllm: colocate (in this process) | server."),
     vllm_server: Optional[str] = typer.Option(None, help="With --vllm-mode server: the `trl vllm-serve` URL."),
+    sharding: str = typer.Option("none", help="none (each process holds whole policies: DDP) | fsdp2 (each holds "
+                                 "a shard; under `accelerate launch --multi_gpu --num_processes N`; README: "
+                                 "training at paper scale). A resumed run needs its own again."),
     isolation: Optional[str] = typer.Option(None, help="Sandbox of the reward programs: process | bwrap (default "
                                             "process; a resumed run keeps its own)."),
     executor: opt.ExecutorName = "local",
@@ -67,7 +70,7 @@ def train(
     if resume is not None:
         config = TrainConfig.from_run_dir(resume, steps, parallel=parallel, rollout_engine=rollout_engine,
                                           vllm_mode=vllm_mode, vllm_server=vllm_server, executor=executor,
-                                          **({"isolation": isolation} if isolation else {}))
+                                          sharding=sharding, **({"isolation": isolation} if isolation else {}))
     else:
         config = TrainConfig(data=data or "", mode=mode, coder=coder, tester=tester, codes=codes, suites=suites,
                              questions_per_step=questions_per_step, max_new_tokens=max_new_tokens,
@@ -77,7 +80,7 @@ def train(
                              weight_decay=weight_decay, dtype=dtype, seed=seed, steps=steps or 3,
                              save_every=save_every, out=out, parallel=parallel, rollout_engine=rollout_engine,
                              vllm_mode=vllm_mode, vllm_server=vllm_server, isolation=isolation or "process",
-                             executor=executor)
+                             executor=executor, sharding=sharding)
     last = run_train(config)
     typer.echo(json.dumps(last))
 

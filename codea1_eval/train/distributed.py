@@ -5,7 +5,9 @@ questions (``Ranks.shard``) with its own sandbox workers, and takes the GRPO ste
 rollouts: TRL gathers the rewards of all processes, normalises advantages per group (a group never
 spans processes) and DDP averages the gradients, so the replicas stay identical. After a step the
 processes exchange their Mistake Book changes and their scores and rollout records; only the main
-process writes files. Without a launcher (``WORLD_SIZE`` unset or 1) everything is a no-op.
+process writes files. Without a launcher (``WORLD_SIZE`` unset or 1) everything is a no-op. With
+``--sharding fsdp2`` the policies are split over the same processes instead of replicated
+(``train.sharding``); everything here stays the same.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from codea1_eval.results import RunDir, read_jsonl, write_json_atomic, write_jso
 from codea1_eval.paths import cache_dir
 from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.sandbox.landlock import sandbox_facts
-from codea1_eval.train import checkpoints
+from codea1_eval.train import checkpoints, sharding
 from codea1_eval.train.ablations import checked_ablations
 from codea1_eval.train.data import TrainProblem, load_train_problems, recorded_test_source
 from codea1_eval.train.distributed import (Ranks, apply_book_changes, book_changes, current_ranks,
@@ -77,6 +77,7 @@ class TrainConfig:
     rollout_engine: str = run_only("hf")
     vllm_mode: str = run_only("colocate")
     vllm_server: str | None = run_only()
+    sharding: str = run_only("none")
     steps: int = run_only(3)
     save_every: int = run_only(1)
     out: Path | None = run_only()
@@ -142,6 +143,7 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
 
     _check(config)
     ranks = current_ranks()
+    sharding.check_sharding(config.sharding, ranks.count)
     if config.questions_per_step % ranks.count:
         raise UserError(f"{config.questions_per_step} questions per step do not split over {ranks.count} processes")
     mode = TRAIN_MODES.get(config.mode)()
@@ -181,13 +183,17 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                 temperature=config.temperature, learning_rate=config.learning_rate, warmup_steps=config.warmup_steps,
                 kl_beta=config.kl_beta, mini_batches=config.mini_batches, weight_decay=config.weight_decay,
                 dtype=config.dtype, lr_schedule=config.lr_schedule, total_steps=config.steps, seed=config.seed,
-                engine=config.rollout_engine, vllm_mode=config.vllm_mode, vllm_server=config.vllm_server)
+                engine=config.rollout_engine, vllm_mode=config.vllm_mode, vllm_server=config.vllm_server,
+                sharding=config.sharding)
             return Policy(checkpoint, settings, run.path / f".trl-{plan.role}", reference=initial)
 
         # checked with its canary before the policies load: a sandbox that cannot run stops the run at once
         executor = make_executor(config.executor, limits,
                                  config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count), private)
         policies = {plan.role: policy(plan) for plan in plans}
+        facts["policies"] = _policy_facts(ranks, policies)
+        if ranks.is_main:
+            run.write_manifest({"status": "running", **facts})
         last: dict[str, Any] = {}
         with progress(f"training steps ({config.mode})", config.steps - start if ranks.is_main else 0) as advance:
             for step in range(start + 1, config.steps + 1):
@@ -208,8 +214,7 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                     with run.file(LOG).open("a") as log:
                         log.write(json.dumps(last) + "\n")
                 if step % config.save_every == 0 or step == config.steps:
-                    if ranks.is_main:
-                        _save_checkpoint(run, plans, policies, step, book, _training_record(config, run, facts))
+                    _save_checkpoint(run, plans, policies, step, book, _training_record(config, run, facts), ranks)
                     ranks.barrier()
                 advance(1)
         if ranks.is_main:
@@ -230,18 +235,32 @@ def _training_record(config: TrainConfig, run: RunDir, facts: dict[str, Any]) ->
 
 
 def _save_checkpoint(run: RunDir, plans: list[PolicyPlan], policies: dict[str, Any], step: int,
-                     book: MistakeBook, record: dict[str, Any]) -> None:
+                     book: MistakeBook, record: dict[str, Any], ranks: Ranks) -> None:
     """Stage every policy's checkpoint (each with its training record), commit the step in ``state.json``,
-    then swap the staged ones in."""
+    then swap the staged ones in. Every process calls it (a sharded policy's state is written by all);
+    the main process writes the rest."""
     for plan in plans:
         for directory in plan.saved_as:
             staged = checkpoints.staging(run.file(directory))
-            policies[plan.role].save(staged)
-            write_training_record(staged, {**record, "role": directory, "base_model": plan.spec, "step": step})
-            checkpoints.mark_step(staged, step)
-    write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
-    for directory in _checkpoint_dirs(plans):
-        checkpoints.swap_in(run.file(directory))
+            policies[plan.role].save(staged, ranks.is_main)
+            if ranks.is_main:
+                write_training_record(staged, {**record, "role": directory, "base_model": plan.spec, "step": step})
+                checkpoints.mark_step(staged, step)
+    if ranks.is_main:
+        write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
+        for directory in _checkpoint_dirs(plans):
+            checkpoints.swap_in(run.file(directory))
+
+
+def _policy_facts(ranks: Ranks, policies: dict[str, Any]) -> dict[str, Any]:
+    """How the policies are spread over the processes: ``fsdp2`` (each holds a shard), ``ddp`` (whole
+    replicas) or ``single``; per policy, its parameters and how many each process holds."""
+    counts = ranks.gather({role: sharding.parameter_counts(policy.model) for role, policy in policies.items()})
+    sharded = any(policy.sharded for policy in policies.values())
+    facts: dict[str, Any] = {"placement": "fsdp2" if sharded else "ddp" if ranks.count > 1 else "single"}
+    for role in policies:
+        facts[role] = {"parameters": counts[0][role][1], "per_process": [process[role][0] for process in counts]}
+    return facts
 
 
 def _state(run: RunDir) -> dict[str, Any]:
@@ -268,6 +287,8 @@ def _check_replicas(ranks: Ranks, policies: dict[str, Any]) -> None:
     if ranks.count == 1:
         return
     for role, policy in policies.items():
+        if policy.sharded:  # one copy, split over the processes: no replicas to compare
+            continue
         digests = ranks.gather(parameters_digest(policy.model))
         if len(set(digests)) > 1:
             raise RuntimeError(f"the {role} policy's replicas diverged across processes: weight sums {digests}")

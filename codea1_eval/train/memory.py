@@ -6,10 +6,13 @@ Per policy and per parameter, by mode (``MODES``):
   4 + 4, the frozen KL reference 4: 20 bytes, whole in every process (data parallel);
 - ``ddp-bf16`` (``--dtype bfloat16``; torch keeps AdamW's moments in the parameters' dtype): 2 + 2 + 2 + 2
   + 2 = 10 bytes, whole in every process;
-- ``sharded-mixed`` (FSDP2 / DeepSpeed ZeRO-3 with bfloat16 compute and float32 master weights, as those
-  engines keep them; the target of issue 25, not implemented yet): bfloat16 weights 2 and gradients 2,
-  float32 master 4 and moments 8, the bfloat16 KL reference 2: 18 bytes, divided over the processes.
+- ``fsdp2-fp32`` (``--sharding fsdp2 --dtype float32``): the ``ddp-fp32`` 20 bytes, divided over the processes;
+- ``fsdp2-bf16`` (``--sharding fsdp2 --dtype bfloat16``, bfloat16 compute): float32 weights, which are the
+  master copy the optimizer updates, 4; float32 gradients 4 (reduced in float32); AdamW's moments 8; the
+  bfloat16 KL reference 2: 18 bytes, divided over the processes.
 
+A sharded policy also holds, for a moment, one layer's gathered weights during training, and its whole
+weights in its compute dtype while ``hf`` rollouts are sampled (one policy at a time; not counted).
 ``kl_beta = 0`` drops the reference copy. A colocated vLLM rollout engine adds a bfloat16 copy of each
 policy's weights (2 bytes per parameter, whole: tensor parallel 1) plus its KV cache (not counted). A plan
 fits a device when the state takes at most ``STATE_SHARE`` of its memory; the rest is left for activations,
@@ -39,7 +42,7 @@ class Mode:
 
 
 MODES = {"ddp-fp32": Mode(4, 4, 8, 0, 4, sharded=False), "ddp-bf16": Mode(2, 2, 4, 0, 2, sharded=False),
-         "sharded-mixed": Mode(2, 2, 8, 4, 2, sharded=True)}
+         "fsdp2-fp32": Mode(4, 4, 8, 0, 4, sharded=True), "fsdp2-bf16": Mode(4, 4, 8, 0, 2, sharded=True)}
 POLICIES = 2
 VLLM_BYTES = 2
 STATE_SHARE = 0.8

@@ -23,6 +23,7 @@ torch, transformers and TRL are imported inside the methods, so importing this m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -30,9 +31,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from codea1_eval.errors import UserError
+from codea1_eval.train import sharding
 
-OPTIMIZER_STATE, SCHEDULER_STATE = "optimizer.pt", "scheduler.pt"
-SHARDED_LAUNCHES = ("DEEPSPEED", "FSDP", "MEGATRON_LM")
+OPTIMIZER_STATE, SCHEDULER_STATE = sharding.REPLICATED_OPTIMIZER, "scheduler.pt"
 
 
 @dataclass
@@ -49,7 +50,8 @@ class Rollout:
 class PolicySettings:
     """How a policy samples and learns. Defaults are the reference's (DESIGN §8): T = 1.0, lr 1e-6 with
     10 warm-up steps then cosine, weight decay 0.1, clip 0.2/0.28, KL 0.001 (k3), two mini-batches.
-    ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else float32."""
+    ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else float32. ``sharding``: ``none`` (whole
+    replicas) or ``fsdp2`` (``train.sharding``)."""
 
     group_size: int
     batch_completions: int
@@ -69,6 +71,7 @@ class PolicySettings:
     vllm_server: str | None = None
     vllm_gpu_memory_utilization: float = 0.3
     vllm_max_model_length: int | None = None
+    sharding: str = "none"
 
 
 def _grpo_classes(with_vllm: bool) -> tuple[type, type]:
@@ -145,7 +148,11 @@ class Policy:
                             f"{settings.mini_batches} mini-batches")
         self.settings = settings
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=policy_dtype(settings.dtype))
+        dtype = policy_dtype(settings.dtype)
+        # sharded in bfloat16: float32 weights (FSDP2's master copy) computed in bfloat16
+        bfloat16_compute = settings.sharding == "fsdp2" and dtype == torch.bfloat16
+        self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32 if bfloat16_compute
+                                                          else dtype)
         self.model.config._name_or_path = str(reference or checkpoint)  # where TRL loads its KL reference from
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -161,24 +168,33 @@ class Policy:
             epsilon=0.2, epsilon_high=0.28, loss_type="dapo", scale_rewards="group", max_steps=settings.total_steps,
             report_to=[], save_strategy="no", seed=settings.seed, log_completions=False,
             temperature=settings.temperature, max_completion_length=settings.max_new_tokens,
+            # the frozen KL reference needs no float32 master copy: bfloat16, computed in bfloat16 like the policy
+            model_init_kwargs={"dtype": "bfloat16"} if bfloat16_compute else None,
             **_vllm_arguments(settings))
         placeholder = Dataset.from_list([{"prompt": ""}] * settings.batch_completions)
         self.trainer = GRPOTrainer(model=self.model, reward_funcs=[_given_rewards], args=args,
                                    train_dataset=placeholder, processing_class=self.tokenizer,
                                    rollout_func=self._rollout)
-        self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
-        if self.trainer.accelerator.distributed_type.value in SHARDED_LAUNCHES:
-            raise UserError("train runs data-parallel (DDP: `accelerate launch --multi_gpu`); DeepSpeed, FSDP and "
-                            "Megatron-LM shard the policy, which its rollouts (model.generate) and checkpoints "
-                            "do not support yet")
-        # Under a multi-process launcher the update runs through DDP, which averages the gradients.
+        accelerator = self.trainer.accelerator
+        sharding.check_launch(accelerator)
+        self.sharded = settings.sharding == "fsdp2"
+        sharding.check_checkpoint(Path(checkpoint), self.sharded)
+        # Under a multi-process launcher the update runs through FSDP2 (each process holds and updates a shard
+        # of the parameters) or DDP (whole replicas; the gradients are averaged).
         self._trained = self.model
-        if self.trainer.accelerator.num_processes > 1:
-            self._trained = self.trainer.model_wrapped = self.trainer.accelerator.prepare_model(self.model)
+        if self.sharded:
+            sharding.shard(self.model, bfloat16_compute)
+            if self.trainer.ref_model is not None:
+                sharding.shard(self.trainer.ref_model, bfloat16_compute)
+        self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
+        if self.sharded:
+            sharding.load_sharded_optimizer(self.model, self.trainer.optimizer, Path(checkpoint))
+        elif accelerator.num_processes > 1:
+            self._trained = self.trainer.model_wrapped = accelerator.prepare_model(self.model)
         self.trainer.current_gradient_accumulation_steps = 1
         self._updates, self._synced_updates = 0, -1
         optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
-        if optimizer_state.is_file():
+        if optimizer_state.is_file() and not self.sharded:
             self.trainer.optimizer.load_state_dict(torch.load(optimizer_state, weights_only=True))
         scheduler_state = Path(checkpoint) / SCHEDULER_STATE
         if scheduler_state.is_file():
@@ -206,7 +222,8 @@ class Policy:
         device = self.model.device
         input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts], device=device)
         attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=device)
-        with torch.no_grad():
+        gathered = sharding.gathered_for_generation(self.model) if self.sharded else contextlib.nullcontext()
+        with torch.no_grad(), gathered:
             output = self.model.generate(
                 input_ids=input_ids, attention_mask=attention_mask, do_sample=True,
                 temperature=self.settings.temperature, top_p=1.0, top_k=0,
@@ -217,7 +234,8 @@ class Policy:
     def _sample_vllm(self, prompts: list[list[int]], n: int) -> list[list[Rollout]]:
         engine = self.trainer.vllm_generation
         if self._synced_updates != self._updates:
-            engine.sync_weights()
+            with sharding.gathered_for_generation(self.model) if self.sharded else contextlib.nullcontext():
+                engine.sync_weights()
             self._synced_updates = self._updates
         _, completions, logprobs, _ = engine.generate(prompts=[ids for ids in prompts for _ in range(n)], images=None,
                                                       num_generations=n)
@@ -247,7 +265,8 @@ class Policy:
         losses, grad_norm = [], 0.0
         for _ in range(self.settings.mini_batches):  # the first call samples the batch, the others read TRL's buffer
             losses.append(float(self.trainer.training_step(self._trained, batch, None)))
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.trainer.args.max_grad_norm))
+            clip = self.trainer.accelerator.clip_grad_norm_ if self.sharded else torch.nn.utils.clip_grad_norm_
+            grad_norm = float(clip(self.model.parameters(), self.trainer.args.max_grad_norm))
             self.trainer.optimizer.step()
             self.trainer.optimizer.zero_grad()
         self.trainer.lr_scheduler.step()
@@ -258,17 +277,33 @@ class Policy:
         return {"loss": sum(losses) / count, "grad_norm": grad_norm, "kl": float(sum(kl) / len(kl)),
                 "clip_fraction": [float(value) for value in metrics["clip_ratio/region_mean"][-count:]]}
 
-    def save(self, directory: Path) -> None:
+    def save(self, directory: Path, is_main: bool = True) -> None:
         """A normal Hugging Face checkpoint (weights, config, tokenizer) plus the optimizer and learning-rate
-        scheduler states, written into ``directory`` (``train.checkpoints`` stages and commits it)."""
+        scheduler states, written into ``directory`` (``train.checkpoints`` stages and commits it). Every
+        process calls it: a sharded policy gathers its weights to the main process and every process writes
+        its part of the optimizer state; a replicated one is written by the main process alone."""
         import torch
 
         directory = Path(directory)
-        shutil.rmtree(directory, ignore_errors=True)
-        self.model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-        torch.save(self.trainer.optimizer.state_dict(), directory / OPTIMIZER_STATE)
-        torch.save(self.trainer.lr_scheduler.state_dict(), directory / SCHEDULER_STATE)
+        if not self.sharded and not is_main:
+            return
+        if is_main:
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+        if self.sharded:
+            import torch.distributed as dist
+
+            dist.barrier()  # the folder exists before any process writes into it
+            sharding.save_full_weights(self.model, self.tokenizer, directory, is_main)
+            sharding.save_sharded_optimizer(self.model, self.trainer.optimizer, directory)
+        else:
+            self.model.save_pretrained(directory)
+            self.tokenizer.save_pretrained(directory)
+            torch.save(self.trainer.optimizer.state_dict(), directory / OPTIMIZER_STATE)
+        if is_main:
+            torch.save(self.trainer.lr_scheduler.state_dict(), directory / SCHEDULER_STATE)
+        if self.sharded:
+            dist.barrier()  # every part is written before the caller commits the step
 
 
 ROLLOUT_ENGINES = ("hf", "vllm")

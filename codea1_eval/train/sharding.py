@@ -1,0 +1,149 @@
+"""Sharded policies: FSDP2 (``train --sharding fsdp2`` under a multi-process launcher; DESIGN §8, README
+"Training at paper scale").
+
+Each policy's parameters, gradients and AdamW state, and its frozen KL reference, are split over the
+processes: ``fully_shard`` on every decoder layer and on the whole model, applied here with torch's own
+FSDP2 rather than through accelerate's FSDP plugin, which accelerate enables for GPU launches only (on a
+CPU launch it stays ``MULTI_CPU``), so the same command line runs on CPUs (gloo) and GPUs (NCCL). With
+``--dtype bfloat16`` the weights stay float32 (the master copy the optimizer updates) and FSDP2 computes in
+bfloat16 (``MixedPrecisionPolicy``), reducing gradients in float32. A training step is the data-parallel
+one: each process samples and scores its share of the step's questions, and FSDP2 reduce-scatters the
+gradients, so every process updates only its shard.
+
+- Rollouts: every layer is gathered once (``unshard``) with resharding after forward turned off, so
+  ``generate`` (or TRL's weight sync into a vLLM engine) runs on whole weights with no collective per
+  token (processes stop at different lengths); then the weights are resharded.
+- Checkpoints: the weights are gathered on the main process and written as a normal Hugging Face
+  checkpoint; the optimizer state is written sharded with ``torch.distributed.checkpoint`` (every process
+  writes its own part into ``optimizer/``) and read back shard by shard, so a resume is exact.
+
+torch is imported inside the functions, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from codea1_eval.errors import UserError
+
+SHARDING = ("none", "fsdp2")
+SHARDED_OPTIMIZER = "optimizer"
+"""The folder of a sharded checkpoint's optimizer state (``torch.distributed.checkpoint`` format)."""
+REPLICATED_OPTIMIZER = "optimizer.pt"
+
+
+def check_sharding(sharding: str, processes: int) -> None:
+    """Refuse an unknown sharding, or FSDP2 without processes to split over, naming the command that can."""
+    if sharding not in SHARDING:
+        raise UserError(f"unknown sharding {sharding!r}; use one of: {', '.join(SHARDING)}")
+    if sharding == "fsdp2" and processes < 2:
+        raise UserError("--sharding fsdp2 splits the policies over processes: launch it with `accelerate launch "
+                        "--multi_gpu --num_processes N` (N >= 2) or torchrun")
+
+
+def check_launch(accelerator: Any) -> None:
+    """Refuse accelerate's own FSDP, DeepSpeed and Megatron-LM launches (train shards its policies itself)."""
+    kind = accelerator.distributed_type.value
+    if kind in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
+        raise UserError(f"train shards its policies itself: launch with `accelerate launch --multi_gpu "
+                        f"--num_processes N` (or torchrun) and pass `--sharding fsdp2`, not a {kind} launch")
+
+
+def check_checkpoint(checkpoint: Path, sharded: bool) -> None:
+    """Refuse to resume from a checkpoint whose optimizer state was written under the other placement."""
+    written_sharded = (Path(checkpoint) / SHARDED_OPTIMIZER).is_dir()
+    written_replicated = (Path(checkpoint) / REPLICATED_OPTIMIZER).is_file()
+    if sharded and written_replicated or not sharded and written_sharded:
+        wanted = "--sharding none" if written_replicated else "--sharding fsdp2 under a multi-process launch"
+        raise UserError(f"{checkpoint} holds optimizer state of a {'replicated' if written_replicated else 'sharded'} "
+                        f"run; resume it with {wanted}")
+
+
+def shard(model: Any, bfloat16_compute: bool) -> Any:
+    """Shard ``model`` in place over all processes (each decoder layer, then the rest); returns it."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    mesh = init_device_mesh("cuda" if torch.cuda.is_available() else "cpu", (dist.get_world_size(),))
+    precision = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bfloat16_compute
+                 else MixedPrecisionPolicy())
+    layer_classes = set(getattr(model, "_no_split_modules", None) or ())
+    for module in model.modules():
+        if type(module).__name__ in layer_classes:
+            fully_shard(module, mesh=mesh, mp_policy=precision)
+    fully_shard(model, mesh=mesh, mp_policy=precision)
+    return model
+
+
+def parameter_counts(model: Any) -> tuple[int, int]:
+    """(parameters this process holds, parameters of the whole model)."""
+    local = whole = 0
+    for parameter in model.parameters():
+        whole += parameter.numel()
+        local += parameter.to_local().numel() if hasattr(parameter, "to_local") else parameter.numel()
+    return local, whole
+
+
+def _fsdp_modules(model: Any) -> list[Any]:
+    from torch.distributed.fsdp import FSDPModule
+
+    return [module for module in model.modules() if isinstance(module, FSDPModule)]
+
+
+@contextmanager
+def gathered_for_generation(model: Any) -> Iterator[Any]:
+    """Whole weights on every process for the duration (one all-gather per layer; no collective inside),
+    resharded afterwards. Every process must enter it at the same point."""
+    modules = _fsdp_modules(model)
+    for module in modules:
+        module.set_reshard_after_forward(False, recurse=False)
+    for module in modules:
+        module.unshard()
+    try:
+        yield model
+    finally:
+        for module in modules:
+            module.reshard()
+            module.set_reshard_after_forward(True, recurse=False)
+
+
+def save_full_weights(model: Any, tokenizer: Any, directory: Path, is_main: bool) -> None:
+    """Gather the weights (a collective: every process calls it) and write a Hugging Face checkpoint
+    from the main process."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    first_name: dict[int, str] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if first_name.setdefault(id(parameter), name) != name:
+            state.pop(name, None)  # a tied weight (the LM head): written once, as save_pretrained does
+    if is_main:
+        model.save_pretrained(directory, state_dict=state)
+        tokenizer.save_pretrained(directory)
+
+
+def save_sharded_optimizer(model: Any, optimizer: Any, directory: Path) -> None:
+    """Every process writes its part of the optimizer state into ``directory/optimizer``."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
+    dcp.save({"optimizer": get_optimizer_state_dict(model, optimizer)},
+             checkpoint_id=str(Path(directory) / SHARDED_OPTIMIZER))
+
+
+def load_sharded_optimizer(model: Any, optimizer: Any, directory: Path) -> bool:
+    """Read back what ``save_sharded_optimizer`` wrote (each process its own part); False if there is none."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict, set_optimizer_state_dict
+
+    folder = Path(directory) / SHARDED_OPTIMIZER
+    if not (folder / ".metadata").is_file():
+        return False
+    state = {"optimizer": get_optimizer_state_dict(model, optimizer)}
+    dcp.load(state, checkpoint_id=str(folder))
+    set_optimizer_state_dict(model, optimizer, state["optimizer"])
+    return True
