@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from codea1_eval.tables.index import Run, load_run
-from codea1_eval.tables.run_records import (matrices, pick, rows, rows_by_task, rows_grouped, task_holds,
-                                             tests_hold)
+from codea1_eval.tables.run_records import (matrices, pick, rows, rows_by_task, rows_grouped, sample_passed,
+                                             task_holds, tests_hold)
 
 SECTION_ORDER = ("command", "status", "benchmark", "skipped", "generation", "coder", "tester", "config", "sandbox", "tool_version",
                  "git", "packages", "host")
@@ -129,12 +129,10 @@ def _verdict(sample: dict, executions: dict[str, dict]) -> tuple[bool, str]:
     """Whether the sample passed (every input list), and its statuses as text."""
     execution = executions.get(sample.get("execution_key", ""), {})
     statuses = [sample.get("base_status"), sample.get("plus_status")]
-    passed = execution.get("passed")
-    if passed is None:
-        passed = all(status in ("pass", None) for status in statuses) and statuses[0] == "pass"
+    passed = sample_passed(sample, execution)
     text = "/".join(status for status in statuses if status) or ("pass" if passed else "fail")
     error = execution.get("error")
-    return bool(passed), text + (f" ({error})" if error and not passed else "")
+    return passed, text + (f" ({error})" if error and not passed else "")
 
 
 def _judged_again(limit_changes: list[str], what: str) -> str:

@@ -40,6 +40,15 @@ def task_holds(record: dict) -> bool:
     return bool(held) and all(held)
 
 
+def sample_passed(sample: dict, execution: dict) -> bool:
+    """An avg sample's verdict: its execution record's ``passed`` where the run recorded it, else the base
+    inputs passed and the plus inputs passed or were not run."""
+    passed = execution.get("passed")
+    if passed is None:
+        passed = sample.get("base_status") == "pass" and sample.get("plus_status") in ("pass", None)
+    return bool(passed)
+
+
 def rows_grouped(run_dir: Path, name: str, order: str) -> dict[str, list[dict]]:
     """Every row of ``run_dir/name`` grouped by task id, each group sorted by the field ``order`` (rows
     without it first)."""

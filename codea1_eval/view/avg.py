@@ -23,7 +23,7 @@ from codea1_eval.extract import extract_code
 from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
 from codea1_eval.sandbox.engine import RETURNED
 from codea1_eval.tables.index import Run
-from codea1_eval.tables.run_records import rows
+from codea1_eval.tables.run_records import rows, sample_passed
 
 if TYPE_CHECKING:
     from codea1_eval.view import ViewOptions
@@ -119,8 +119,7 @@ def avg_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
         items = []
         for index, sample in enumerate(samples):
             execution = executions.get(sample.get("execution_key"), {})
-            passed = execution.get("passed", sample.get("base_status") == "pass" and sample.get("plus_status") in
-                                   ("pass", None))
+            passed = sample_passed(sample, execution)
             verdict = " / ".join(f"{name} {sample[f'{name}_status']}" for name in ("base", "plus")
                                  if sample.get(f"{name}_status"))
             response = responses.get(f"{task_id}#{index}", sample.get("solution", ""))
