@@ -185,11 +185,13 @@ def run_train(config: TrainConfig) -> dict[str, Any]:
                 dtype=config.dtype, lr_schedule=config.lr_schedule, total_steps=config.steps, seed=config.seed,
                 engine=config.rollout_engine, vllm_mode=config.vllm_mode, vllm_server=config.vllm_server,
                 sharding=config.sharding)
-            return Policy(checkpoint, settings, run.path / f".trl-{plan.role}", reference=initial)
+            return Policy(checkpoint, settings, run.path / f".trl-{plan.role}", reference=initial,
+                          resume=checkpoint == saved)
 
         # checked with its canary before the policies load: a sandbox that cannot run stops the run at once
         executor = make_executor(config.executor, limits,
                                  config.parallel or max(1, (os.cpu_count() or 1) // ranks.local_count), private)
+        _check_same_checkpoints(ranks, run, plans, start)
         policies = {plan.role: policy(plan) for plan in plans}
         facts["policies"] = _policy_facts(ranks, policies)
         if ranks.is_main:
@@ -250,6 +252,16 @@ def _save_checkpoint(run: RunDir, plans: list[PolicyPlan], policies: dict[str, A
         write_json_atomic(run.file(STATE), {"step": step, "mistake_book": json.loads(book.to_json())})
         for directory in _checkpoint_dirs(plans):
             checkpoints.swap_in(run.file(directory))
+
+
+def _check_same_checkpoints(ranks: Ranks, run: RunDir, plans: list[PolicyPlan], start: int) -> None:
+    """Stop before loading when the processes see different checkpoints (OUT not on a file system they all
+    share, or not yet in sync): they would load different weights, or wait on each other forever."""
+    seen = {plan.role: sorted(p.name for p in run.file(plan.saved_as[0]).glob("*")) for plan in plans}
+    views = ranks.gather((start, seen))
+    if any(view != views[0] for view in views[1:]):
+        raise UserError(f"the {ranks.count} processes see different checkpoints in {run.path}: put OUT on a file "
+                        "system every process shares")
 
 
 def _policy_facts(ranks: Ranks, policies: dict[str, Any]) -> dict[str, Any]:

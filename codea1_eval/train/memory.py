@@ -11,8 +11,11 @@ Per policy and per parameter, by mode (``MODES``):
   master copy the optimizer updates, 4; float32 gradients 4 (reduced in float32); AdamW's moments 8; the
   bfloat16 KL reference 2: 18 bytes, divided over the processes.
 
-A sharded policy also holds, for a moment, one layer's gathered weights during training, and its whole
-weights in its compute dtype while ``hf`` rollouts are sampled (one policy at a time; not counted).
+Not counted for a sharded policy: the gathered root group (embedding, final norm, LM head) between each
+forward and its backward, and one or two gathered decoder layers at a time (the current one and the
+prefetched next); its whole weights in the compute dtype while ``hf`` rollouts are sampled (one policy at
+a time); and at start-up, before sharding, each process holds one whole policy and its reference (7B:
+30 GB float32 plus a 15 GB bfloat16 reference). A sharded mode needs at least 2 processes.
 ``kl_beta = 0`` drops the reference copy. A colocated vLLM rollout engine adds a bfloat16 copy of each
 policy's weights (2 bytes per parameter, whole: tensor parallel 1) plus its KV cache (not counted). A plan
 fits a device when the state takes at most ``STATE_SHARE`` of its memory; the rest is left for activations,
@@ -74,6 +77,9 @@ def planner_table(colocated_vllm: bool = False) -> str:
         for mode in MODES:
             cells = []
             for devices, device_bytes in MACHINES.values():
+                if MODES[mode].sharded and devices < 2:
+                    cells.append("n/a")
+                    continue
                 gigabytes = bytes_per_process(parameters, mode, devices, colocated_vllm=colocated_vllm) / 1e9
                 ok = fits(parameters, mode, devices, device_bytes, colocated_vllm)
                 cells.append(f"{gigabytes:.0f} GB {'fits' if ok else 'no'}")

@@ -126,9 +126,11 @@ class Policy:
     """A causal LM loaded from a checkpoint directory, sampled with ``generate`` and updated with GRPO.
 
     ``reference``: the checkpoint the KL term compares against (the run's starting weights; default
-    ``checkpoint``, which differs on a resumed run)."""
+    ``checkpoint``, which differs on a resumed run). ``resume``: ``checkpoint`` is this run's own, so its
+    optimizer and learning-rate scheduler states are loaded too."""
 
-    def __init__(self, checkpoint: Path, settings: PolicySettings, work_dir: Path, reference: Path | None = None):
+    def __init__(self, checkpoint: Path, settings: PolicySettings, work_dir: Path, reference: Path | None = None,
+                 resume: bool = False):
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
@@ -178,26 +180,30 @@ class Policy:
         accelerator = self.trainer.accelerator
         sharding.check_launch(accelerator)
         self.sharded = settings.sharding == "fsdp2"
-        sharding.check_checkpoint(Path(checkpoint), self.sharded)
+        if resume:
+            sharding.check_checkpoint(Path(checkpoint), self.sharded)
         # Under a multi-process launcher the update runs through FSDP2 (each process holds and updates a shard
         # of the parameters) or DDP (whole replicas; the gradients are averaged).
         self._trained = self.model
         if self.sharded:
             sharding.shard(self.model, bfloat16_compute)
             if self.trainer.ref_model is not None:
-                sharding.shard(self.trainer.ref_model, bfloat16_compute)
+                sharding.shard(self.trainer.ref_model, bfloat16_compute, frozen=True)
         self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
-        if self.sharded:
+        if self.sharded and resume:
             sharding.load_sharded_optimizer(self.model, self.trainer.optimizer, Path(checkpoint))
-        elif accelerator.num_processes > 1:
+        elif accelerator.num_processes > 1 and not self.sharded:
             self._trained = self.trainer.model_wrapped = accelerator.prepare_model(self.model)
         self.trainer.current_gradient_accumulation_steps = 1
+        # The policy syncs vLLM's weights itself (``_sample_vllm``, on gathered weights when sharded); TRL's own
+        # sync at its first step would send a sharded policy's pieces.
+        self.trainer._last_loaded_step = self.trainer.state.global_step
         self._updates, self._synced_updates = 0, -1
         optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
-        if optimizer_state.is_file() and not self.sharded:
+        if resume and optimizer_state.is_file() and not self.sharded:
             self.trainer.optimizer.load_state_dict(torch.load(optimizer_state, weights_only=True))
         scheduler_state = Path(checkpoint) / SCHEDULER_STATE
-        if scheduler_state.is_file():
+        if resume and scheduler_state.is_file():
             self.trainer.lr_scheduler.load_state_dict(torch.load(scheduler_state, weights_only=True))
 
     def _rollout(self, prompts: list, trainer: Any) -> dict[str, Any]:
@@ -289,7 +295,7 @@ class Policy:
             return
         if is_main:
             shutil.rmtree(directory, ignore_errors=True)
-            directory.mkdir(parents=True)
+            directory.mkdir(parents=True, exist_ok=True)
         if self.sharded:
             import torch.distributed as dist
 

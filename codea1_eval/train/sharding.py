@@ -52,7 +52,8 @@ def check_launch(accelerator: Any) -> None:
 
 
 def check_checkpoint(checkpoint: Path, sharded: bool) -> None:
-    """Refuse to resume from a checkpoint whose optimizer state was written under the other placement."""
+    """Refuse to resume from a checkpoint whose optimizer state was written under the other placement
+    (called for a resume only: a new run that starts from a trained checkpoint loads its weights alone)."""
     written_sharded = (Path(checkpoint) / SHARDED_OPTIMIZER).is_dir()
     written_replicated = (Path(checkpoint) / REPLICATED_OPTIMIZER).is_file()
     if sharded and written_replicated or not sharded and written_sharded:
@@ -61,8 +62,10 @@ def check_checkpoint(checkpoint: Path, sharded: bool) -> None:
                         f"run; resume it with {wanted}")
 
 
-def shard(model: Any, bfloat16_compute: bool) -> Any:
-    """Shard ``model`` in place over all processes (each decoder layer, then the rest); returns it."""
+def shard(model: Any, bfloat16_compute: bool, frozen: bool = False) -> Any:
+    """Shard ``model`` in place over all processes (each decoder layer, then the rest); returns it. The rest
+    (embedding, final norm, LM head) stays gathered between a forward and its backward, as FSDP2 does for
+    a root; a ``frozen`` model (the KL reference: forward only) reshards it after every forward."""
     import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
@@ -72,10 +75,13 @@ def shard(model: Any, bfloat16_compute: bool) -> Any:
     precision = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bfloat16_compute
                  else MixedPrecisionPolicy())
     layer_classes = set(getattr(model, "_no_split_modules", None) or ())
-    for module in model.modules():
-        if type(module).__name__ in layer_classes:
-            fully_shard(module, mesh=mesh, mp_policy=precision)
-    fully_shard(model, mesh=mesh, mp_policy=precision)
+    layers = [module for module in model.modules() if type(module).__name__ in layer_classes]
+    if not layers:
+        raise UserError(f"--sharding fsdp2 shards a model layer by layer, and {type(model).__name__} names no "
+                        f"layer class (_no_split_modules)")
+    for layer in layers:
+        fully_shard(layer, mesh=mesh, mp_policy=precision)
+    fully_shard(model, mesh=mesh, mp_policy=precision, reshard_after_forward=frozen)
     return model
 
 
@@ -97,7 +103,8 @@ def _fsdp_modules(model: Any) -> list[Any]:
 @contextmanager
 def gathered_for_generation(model: Any) -> Iterator[Any]:
     """Whole weights on every process for the duration (one all-gather per layer; no collective inside),
-    resharded afterwards. Every process must enter it at the same point."""
+    resharded afterwards; the layers reshard after each forward again, the root (``shard``) does not.
+    Every process must enter it at the same point."""
     modules = _fsdp_modules(model)
     for module in modules:
         module.set_reshard_after_forward(False, recurse=False)
@@ -108,7 +115,7 @@ def gathered_for_generation(model: Any) -> Iterator[Any]:
     finally:
         for module in modules:
             module.reshard()
-            module.set_reshard_after_forward(True, recurse=False)
+            module.set_reshard_after_forward(module is not model, recurse=False)
 
 
 def save_full_weights(model: Any, tokenizer: Any, directory: Path, is_main: bool) -> None:

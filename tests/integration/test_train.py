@@ -18,6 +18,7 @@ import pytest
 from codea1_eval.models.smollm2 import smollm2_checkpoint
 from codea1_eval.results import read_jsonl
 from codea1_eval.train.data import SMOKE_TASKS, humaneval_smoke_problems, write_generic_jsonl
+from ports import free_port  # tests/ports.py
 
 pytestmark = pytest.mark.slow
 
@@ -338,13 +339,16 @@ def test_two_processes_train_data_parallel_and_resume(tiny_model, smoke_data, tm
     from codea1_eval.train.loop import questions_for_step
 
     out = tmp_path / "out"
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "codea1_eval", "train"]
-    first = subprocess.run([*launch, *_tiny_roles(tiny_model), "--data", str(smoke_data),
+    def launch() -> list[str]:
+        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                "--num_machines", "1", "--main_process_port", str(free_port()), "--mixed_precision", "no",
+                "--dynamo_backend", "no", "-m", "codea1_eval", "train"]
+
+    first = subprocess.run([*launch(), *_tiny_roles(tiny_model), "--data", str(smoke_data),
                             "--steps", "1", "-M", "2", "-N", "2", "--questions-per-step", "2", "--max-new-tokens", "64",
                             "--temperature", "0.7", "--out", str(out)], capture_output=True, text=True, timeout=3000)
     assert first.returncode == 0, first.stderr[-3000:]
-    resumed = subprocess.run([*launch, "--resume", str(out), "--steps", "2"], capture_output=True, text=True,
+    resumed = subprocess.run([*launch(), "--resume", str(out), "--steps", "2"], capture_output=True, text=True,
                              timeout=3000)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     log = list(read_jsonl(out / "train_log.jsonl"))

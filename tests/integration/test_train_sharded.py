@@ -15,12 +15,19 @@ import time
 import pytest
 
 from codea1_eval.results import read_jsonl
+from ports import free_port  # tests/ports.py
 from codea1_eval.train.data import humaneval_smoke_problems, write_generic_jsonl
 
 pytestmark = pytest.mark.slow
 
-LAUNCH = (sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines",
-          "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "codea1_eval", "train")
+KILL_DEADLINE_S = 900
+
+
+def launch() -> list[str]:
+    """`accelerate launch` of `train` on 2 processes, on a free port (other launches may run beside it)."""
+    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines",
+            "1", "--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no", "-m",
+            "codea1_eval", "train"]
 ARGS = ("-M", "2", "-N", "2", "--questions-per-step", "2", "--max-new-tokens", "48", "--temperature", "0.7",
         "--learning-rate", "1e-4", "--warmup-steps", "0")
 TINY_PARAMETERS = 49152 * 64 + 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
@@ -29,7 +36,7 @@ three MLP matrices and two norms; the final norm (3,219,776)."""
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([*LAUNCH, *args], capture_output=True, text=True, timeout=1200)
+    result = subprocess.run([*launch(), *args], capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -39,19 +46,22 @@ def _killed_after_step_one(args: tuple[str, ...], out) -> None:
     as soon as step 1 is committed."""
     import psutil
 
-    process = subprocess.Popen([*LAUNCH, *args], start_new_session=True, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([*launch(), *args], start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    state = out / "state.json"
-    while not (state.is_file() and json.loads(state.read_text())["step"] >= 1):
-        assert process.poll() is None, "the run finished before it could be killed"
-        time.sleep(0.05)
-    tree = [process.pid, *(child.pid for child in psutil.Process(process.pid).children(recursive=True))]
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.wait()
+    state, deadline = out / "state.json", time.monotonic() + KILL_DEADLINE_S
+    try:
+        while not (state.is_file() and json.loads(state.read_text())["step"] >= 1):
+            assert process.poll() is None, "the run finished before it could be killed"
+            assert time.monotonic() < deadline, "step 1 was not committed in time"
+            time.sleep(0.05)
+    finally:
+        for _ in range(2):  # a second sweep catches what the first one's victims had just started
+            for pid in [process.pid, *(child.pid for child in psutil.Process(process.pid).children(recursive=True))]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        process.wait()
     assert json.loads(state.read_text())["step"] == 1
 
 
@@ -76,6 +86,7 @@ def runs(tmp_path_factory, tiny_model):
     _killed_after_step_one(interrupted, root / "resumed")
     _run(*interrupted)
     _run(*roles, *ARGS, "--steps", "2", "--out", str(root / "ddp"))
+    _run("--sharding", "fsdp2", "--dtype", "bfloat16", *roles, *ARGS, "--steps", "1", "--out", str(root / "bf16"))
     return root
 
 
@@ -120,8 +131,23 @@ def test_the_sharded_update_is_the_data_parallel_one(runs):
     for role in ("code", "test"):
         sharded, replicated = _weights(runs / "whole" / role), _weights(runs / "ddp" / role)
         assert max((sharded[k] - replicated[k]).abs().max().item() for k in sharded) < 1e-6
-    sharded_log = [line["code_reward"] for line in read_jsonl(runs / "whole" / "train_log.jsonl")]
-    assert sharded_log == [line["code_reward"] for line in read_jsonl(runs / "ddp" / "train_log.jsonl")]
+    sharded_log = list(read_jsonl(runs / "whole" / "train_log.jsonl"))
+    replicated_log = list(read_jsonl(runs / "ddp" / "train_log.jsonl"))
+    assert [line["code_reward"] for line in sharded_log] == [line["code_reward"] for line in replicated_log]
+    for sharded, replicated in zip(sharded_log, replicated_log):
+        for role in ("code", "test"):  # a gradient summed instead of averaged would double the norm
+            assert sharded[f"{role}_grad_norm"] == pytest.approx(replicated[f"{role}_grad_norm"], rel=1e-5)
+            assert sharded[f"{role}_kl"] == pytest.approx(replicated[f"{role}_kl"], rel=1e-3, abs=1e-9)
+            assert sharded[f"{role}_loss"] == pytest.approx(replicated[f"{role}_loss"], abs=1e-6)
+
+
+def test_bfloat16_compute_keeps_float32_master_weights(runs):
+    manifest = json.loads((runs / "bf16" / "manifest.json").read_text())
+    assert manifest["policies"]["code"]["per_process"] == [TINY_PARAMETERS // 2, TINY_PARAMETERS // 2]
+    log = list(read_jsonl(runs / "bf16" / "train_log.jsonl"))
+    assert log[0]["code_grad_norm"] > 0 and log[0]["test_grad_norm"] > 0
+    for role in ("code", "test"):
+        assert {str(tensor.dtype) for tensor in _weights(runs / "bf16" / role).values()} == {"torch.float32"}
 
 
 def test_a_sharded_checkpoint_is_not_resumed_as_a_replicated_one(runs, tmp_path):
