@@ -33,6 +33,10 @@ class RunOptions:
     generation_cache: bool = run_only(True)
     overwrite: bool = run_only(False)
 
+    def __post_init__(self) -> None:
+        if hasattr(self, "tasks"):  # the commands' chosen tasks (``--task``): one order, each once, as a tuple
+            self.tasks = tuple(sorted(set(self.tasks)))
+
     def load_backend(self, spec: str):
         """The model backend for ``spec`` with these options (weights load lazily, on first use)."""
         from codea1_eval.models import load_backend
@@ -44,10 +48,5 @@ class RunOptions:
         """The fields that determine results, as a JSON-ready dict."""
         fields_ = self.__dataclass_fields__.values()
         left_out = {f.name for f in fields_ if f.metadata.get("run_only")
-                    or (f.metadata.get("omitted_at_default") and _same_as_default(getattr(self, f.name), f.default))}
+                    or (f.metadata.get("omitted_at_default") and getattr(self, f.name) == f.default)}
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items() if k not in left_out}
-
-
-def _same_as_default(value, default) -> bool:
-    """``value`` behaves as ``default`` does (an empty list for an empty tuple too)."""
-    return value == default or (not value and not default and value is not None)

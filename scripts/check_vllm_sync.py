@@ -15,7 +15,6 @@ weights and its LM head with the policy's gathered weights, and prints ``rank R:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
@@ -39,7 +38,7 @@ def main(checkpoint: Path, work_dir: Path, placement: str) -> int:
     policy._updates += 1  # as after a GRPO update: the next sample syncs again
     policy.sample(messages, 2)
     engine = policy.trainer.vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
-    with sharding.gathered_for_generation(policy.model) if policy.sharded else contextlib.nullcontext():
+    with sharding.gathered_for_generation(policy.model):
         ours, layer = policy.model.model.layers[0], engine.model.layers[0]
         qkv = torch.cat([ours.self_attn.q_proj.weight, ours.self_attn.k_proj.weight, ours.self_attn.v_proj.weight])
         checks = [torch.equal(layer.self_attn.qkv_proj.weight, qkv.to(layer.self_attn.qkv_proj.weight.dtype)),

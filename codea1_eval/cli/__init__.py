@@ -61,7 +61,7 @@ def avg(
 
     config = AvgConfig(benchmark=benchmark, split=split, subset=subset, coder=None if samples else coder,
                        samples=samples, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
-                       tasks=tuple(sorted(set(task))),
+                       tasks=task,
                        seed=seed, isolation=isolation, timeout_scale=timeout_scale, all_inputs=all_inputs,
                        allow_failing_references=allow_failing_references,
                        **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
@@ -108,7 +108,7 @@ def mul(
 
     config = MulConfig(benchmark=benchmark, tester=tester, protocol=protocol, coder=coder, k=k, mode=mode,
                        mutator=mutator, temperature=temperature, top_p=top_p, max_tokens=max_tokens, limit=limit,
-                       tasks=tuple(sorted(set(task))),
+                       tasks=task,
                        seed=seed, sample_file=sample_file, isolation=isolation, timeout_scale=timeout_scale,
                        allow_failing_references=allow_failing_references,
                        **opt.run_options(out, data_dir, parallel, executor, batch_size, backend_option, cache, overwrite))
@@ -163,7 +163,7 @@ def bon(
         print_bon_metrics(rescore(matrices, chosen, resamples, seed))
         return
     config = BonConfig(benchmark=benchmark, split=split, subset=subset, coder=coder, tester=tester,
-                       candidates=candidates, suites=suites, white_box=white_box, limit=limit, tasks=tuple(sorted(set(task))),
+                       candidates=candidates, suites=suites, white_box=white_box, limit=limit, tasks=task,
                        temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, mutator=mutator,
                        isolation=isolation, timeout_scale=timeout_scale,
                        allow_failing_references=allow_failing_references, selectors=chosen, resamples=resamples,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from codea1_eval.tables.index import Run, load_run
-from codea1_eval.tables.run_records import (matrices, pick, rows, rows_by_task, rows_grouped, sample_passed,
+from codea1_eval.tables.run_records import (matrices, pick_correct, rows, rows_by_task, rows_grouped, sample_passed,
                                              task_holds, tests_hold)
 
 SECTION_ORDER = ("command", "status", "benchmark", "skipped", "generation", "coder", "tester", "config", "sandbox", "tool_version",
@@ -163,10 +163,7 @@ def _pick_flips(a: Run, b: Run, limit_changes: list[str]) -> tuple[list[Flip], i
     suites = [rows_grouped(run.path, "suites.jsonl", "candidate") for run in (a, b)]  # white-box: one per candidate
     flips, shared = [], [task for task in picks[0] if task in picks[1]]
     for task in shared:
-        right = []
-        for side in picks:
-            chosen = pick(side[task])
-            right.append(chosen is not None and bool(side[task].matrix.correct[chosen]))
+        right = [pick_correct(side[task]) for side in picks]
         if right[0] == right[1]:
             continue
         codes = [[c.get("code") for c in side.get(task, {}).get("candidates", [])] for side in candidates]

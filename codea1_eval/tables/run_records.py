@@ -16,8 +16,7 @@ SHOWN_SELECTOR = "most-passed"
 
 def rows(run_dir: Path, name: str) -> list[dict]:
     """The rows of ``run_dir/name`` (none when the run has no such file)."""
-    path = Path(run_dir) / name
-    return list(read_jsonl(path)) if path.is_file() else []
+    return list(read_jsonl(Path(run_dir) / name))
 
 
 def rows_by_task(run_dir: Path, name: str) -> dict[str, dict]:
@@ -38,6 +37,12 @@ def task_holds(record: dict) -> bool:
     """A `mul` task's verdict: it has tests and every one holds on the reference."""
     held = tests_hold(record)
     return bool(held) and all(held)
+
+
+def pick_correct(labelled: LabelledMatrix, selector: str = SHOWN_SELECTOR) -> bool:
+    """Whether ``selector``'s pick is correct on the ground truth (False for a task without candidates)."""
+    chosen = pick(labelled, selector)
+    return chosen is not None and bool(labelled.matrix.correct[chosen])
 
 
 def sample_passed(sample: dict, execution: dict) -> bool:

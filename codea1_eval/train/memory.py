@@ -36,16 +36,16 @@ class Mode:
     weights: int
     gradients: int
     optimizer: int
-    master: int
     reference: int
     sharded: bool
 
     def bytes_per_parameter(self, kl: bool = True) -> int:
-        return self.weights + self.gradients + self.optimizer + self.master + (self.reference if kl else 0)
+        return self.weights + self.gradients + self.optimizer + (self.reference if kl else 0)
 
 
-MODES = {"ddp-fp32": Mode(4, 4, 8, 0, 4, sharded=False), "ddp-bf16": Mode(2, 2, 4, 0, 2, sharded=False),
-         "fsdp2-fp32": Mode(4, 4, 8, 0, 4, sharded=True), "fsdp2-bf16": Mode(4, 4, 8, 0, 2, sharded=True)}
+MODES = {"ddp-fp32": Mode(4, 4, 8, 4, sharded=False), "ddp-bf16": Mode(2, 2, 4, 2, sharded=False),
+         "fsdp2-fp32": Mode(4, 4, 8, 4, sharded=True), "fsdp2-bf16": Mode(4, 4, 8, 2, sharded=True)}
+"""Weights (in ``fsdp2-bf16`` the float32 master copy itself), gradients, optimizer, KL reference."""
 POLICIES = 2
 VLLM_BYTES = 2
 STATE_SHARE = 0.8

@@ -23,7 +23,6 @@ torch, transformers and TRL are imported inside the methods, so importing this m
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -150,9 +149,12 @@ class Policy:
                             f"{settings.mini_batches} mini-batches")
         self.settings = settings
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        self.sharded = settings.sharding == "fsdp2"
+        if resume:
+            sharding.check_checkpoint(Path(checkpoint), self.sharded)
         dtype = policy_dtype(settings.dtype)
         # sharded in bfloat16: float32 weights (FSDP2's master copy) computed in bfloat16
-        bfloat16_compute = settings.sharding == "fsdp2" and dtype == torch.bfloat16
+        bfloat16_compute = self.sharded and dtype == torch.bfloat16
         self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32 if bfloat16_compute
                                                           else dtype)
         self.model.config._name_or_path = str(reference or checkpoint)  # where TRL loads its KL reference from
@@ -179,9 +181,6 @@ class Policy:
                                    rollout_func=self._rollout)
         accelerator = self.trainer.accelerator
         sharding.check_launch(accelerator)
-        self.sharded = settings.sharding == "fsdp2"
-        if resume:
-            sharding.check_checkpoint(Path(checkpoint), self.sharded)
         # Under a multi-process launcher the update runs through FSDP2 (each process holds and updates a shard
         # of the parameters) or DDP (whole replicas; the gradients are averaged).
         self._trained = self.model
@@ -190,21 +189,26 @@ class Policy:
             if self.trainer.ref_model is not None:
                 sharding.shard(self.trainer.ref_model, bfloat16_compute, frozen=True)
         self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
-        if self.sharded and resume:
-            sharding.load_sharded_optimizer(self.model, self.trainer.optimizer, Path(checkpoint))
-        elif accelerator.num_processes > 1 and not self.sharded:
+        if accelerator.num_processes > 1 and not self.sharded:
             self._trained = self.trainer.model_wrapped = accelerator.prepare_model(self.model)
         self.trainer.current_gradient_accumulation_steps = 1
         # The policy syncs vLLM's weights itself (``_sample_vllm``, on gathered weights when sharded); TRL's own
         # sync at its first step would send a sharded policy's pieces.
         self.trainer._last_loaded_step = self.trainer.state.global_step
         self._updates, self._synced_updates = 0, -1
-        optimizer_state = Path(checkpoint) / OPTIMIZER_STATE
-        if resume and optimizer_state.is_file() and not self.sharded:
-            self.trainer.optimizer.load_state_dict(torch.load(optimizer_state, weights_only=True))
-        scheduler_state = Path(checkpoint) / SCHEDULER_STATE
-        if resume and scheduler_state.is_file():
-            self.trainer.lr_scheduler.load_state_dict(torch.load(scheduler_state, weights_only=True))
+        if resume:
+            self._load_training_state(Path(checkpoint))
+
+    def _load_training_state(self, checkpoint: Path) -> None:
+        """The optimizer state (sharded, or whole in ``optimizer.pt``) and the scheduler state this run saved."""
+        import torch
+
+        if self.sharded:
+            sharding.load_sharded_optimizer(self.model, self.trainer.optimizer, checkpoint)
+        elif (checkpoint / OPTIMIZER_STATE).is_file():
+            self.trainer.optimizer.load_state_dict(torch.load(checkpoint / OPTIMIZER_STATE, weights_only=True))
+        if (checkpoint / SCHEDULER_STATE).is_file():
+            self.trainer.lr_scheduler.load_state_dict(torch.load(checkpoint / SCHEDULER_STATE, weights_only=True))
 
     def _rollout(self, prompts: list, trainer: Any) -> dict[str, Any]:
         rollouts, rewards = self._pending.pop(0)
@@ -228,8 +232,7 @@ class Policy:
         device = self.model.device
         input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts], device=device)
         attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=device)
-        gathered = sharding.gathered_for_generation(self.model) if self.sharded else contextlib.nullcontext()
-        with torch.no_grad(), gathered:
+        with torch.no_grad(), sharding.gathered_for_generation(self.model):
             output = self.model.generate(
                 input_ids=input_ids, attention_mask=attention_mask, do_sample=True,
                 temperature=self.settings.temperature, top_p=1.0, top_k=0,
@@ -240,7 +243,7 @@ class Policy:
     def _sample_vllm(self, prompts: list[list[int]], n: int) -> list[list[Rollout]]:
         engine = self.trainer.vllm_generation
         if self._synced_updates != self._updates:
-            with sharding.gathered_for_generation(self.model) if self.sharded else contextlib.nullcontext():
+            with sharding.gathered_for_generation(self.model):
                 engine.sync_weights()
             self._synced_updates = self._updates
         _, completions, logprobs, _ = engine.generate(prompts=[ids for ids in prompts for _ in range(n)], images=None,
@@ -291,25 +294,17 @@ class Policy:
         import torch
 
         directory = Path(directory)
-        if not self.sharded and not is_main:
-            return
         if is_main:
             shutil.rmtree(directory, ignore_errors=True)
             directory.mkdir(parents=True, exist_ok=True)
         if self.sharded:
-            import torch.distributed as dist
-
-            dist.barrier()  # the folder exists before any process writes into it
-            sharding.save_full_weights(self.model, self.tokenizer, directory, is_main)
-            sharding.save_sharded_optimizer(self.model, self.trainer.optimizer, directory)
-        else:
+            sharding.save_checkpoint(self.model, self.tokenizer, self.trainer.optimizer, directory, is_main)
+        elif is_main:
             self.model.save_pretrained(directory)
             self.tokenizer.save_pretrained(directory)
             torch.save(self.trainer.optimizer.state_dict(), directory / OPTIMIZER_STATE)
         if is_main:
             torch.save(self.trainer.lr_scheduler.state_dict(), directory / SCHEDULER_STATE)
-        if self.sharded:
-            dist.barrier()  # every part is written before the caller commits the step
 
 
 ROLLOUT_ENGINES = ("hf", "vllm")

@@ -104,7 +104,7 @@ def _fsdp_modules(model: Any) -> list[Any]:
 def gathered_for_generation(model: Any) -> Iterator[Any]:
     """Whole weights on every process for the duration (one all-gather per layer; no collective inside),
     resharded afterwards; the layers reshard after each forward again, the root (``shard``) does not.
-    Every process must enter it at the same point."""
+    Every process must enter it at the same point. A model that is not sharded is left as it is."""
     modules = _fsdp_modules(model)
     for module in modules:
         module.set_reshard_after_forward(False, recurse=False)
@@ -118,39 +118,38 @@ def gathered_for_generation(model: Any) -> Iterator[Any]:
             module.set_reshard_after_forward(module is not model, recurse=False)
 
 
-def save_full_weights(model: Any, tokenizer: Any, directory: Path, is_main: bool) -> None:
-    """Gather the weights (a collective: every process calls it) and write a Hugging Face checkpoint
-    from the main process."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+def save_checkpoint(model: Any, tokenizer: Any, optimizer: Any, directory: Path, is_main: bool) -> None:
+    """Write a sharded policy into ``directory`` (which the main process has made): the weights gathered
+    and written by the main process as a Hugging Face checkpoint (a tied weight once, as ``save_pretrained``
+    does), and every process's part of the optimizer state in ``directory/optimizer``. Every process calls
+    it; it returns once every part is written."""
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                         get_optimizer_state_dict)
 
+    dist.barrier()  # the folder exists before any process writes into it
     state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     first_name: dict[int, str] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
         if first_name.setdefault(id(parameter), name) != name:
-            state.pop(name, None)  # a tied weight (the LM head): written once, as save_pretrained does
+            state.pop(name, None)
     if is_main:
         model.save_pretrained(directory, state_dict=state)
         tokenizer.save_pretrained(directory)
-
-
-def save_sharded_optimizer(model: Any, optimizer: Any, directory: Path) -> None:
-    """Every process writes its part of the optimizer state into ``directory/optimizer``."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
-
     dcp.save({"optimizer": get_optimizer_state_dict(model, optimizer)},
              checkpoint_id=str(Path(directory) / SHARDED_OPTIMIZER))
+    dist.barrier()
 
 
-def load_sharded_optimizer(model: Any, optimizer: Any, directory: Path) -> bool:
-    """Read back what ``save_sharded_optimizer`` wrote (each process its own part); False if there is none."""
+def load_sharded_optimizer(model: Any, optimizer: Any, directory: Path) -> None:
+    """Read back the optimizer state ``save_checkpoint`` wrote (each process its own part), if there is one."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict, set_optimizer_state_dict
 
     folder = Path(directory) / SHARDED_OPTIMIZER
     if not (folder / ".metadata").is_file():
-        return False
+        return
     state = {"optimizer": get_optimizer_state_dict(model, optimizer)}
     dcp.load(state, checkpoint_id=str(folder))
     set_optimizer_state_dict(model, optimizer, state["optimizer"])
-    return True

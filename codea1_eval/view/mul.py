@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from codea1_eval.commands.mul.scoring import UNRUNNABLE_TEST
 from codea1_eval.tables.index import Run
-from codea1_eval.tables.run_records import rows_by_task, task_holds, tests_hold
+from codea1_eval.tables.run_records import rows_by_task, tests_hold
 
 if TYPE_CHECKING:
     from codea1_eval.view import ViewOptions
@@ -45,16 +45,17 @@ def mul_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
     tasks = []
     for task_id, record in rows_by_task(run.path, "tests.jsonl").items():
         items, valid = _test_items(record)
+        killed = total = 0
         if task_id in mutants and not mutants[task_id].get("error"):
-            items.append(_kill_matrix(mutants[task_id]))
+            matrix = _kill_matrix(mutants[task_id])
+            items.append(matrix)
+            killed, total = sum(row["mark"] for row in matrix["rows"]), len(matrix["rows"])
         if task_id in coverage:
             cover = coverage[task_id]
             items.append({"kind": "text", "text": f"coverage of the reference: lines {cover.get('lines_covered')}/"
                                                   f"{cover.get('lines_total')}, branches {cover.get('branches_covered')}/"
                                                   f"{cover.get('branches_total')}"})
-        status = "pass" if task_holds(record) else "fail" if not any(valid) else "mixed"
-        killed = sum(row["mark"] for item in items if item["kind"] == "matrix" for row in item["rows"])
-        total = sum(len(item["rows"]) for item in items if item["kind"] == "matrix")
+        status = "pass" if valid and all(valid) else "fail" if not any(valid) else "mixed"
         tasks.append({"id": task_id, "status": status, "items": items,
                       "counts": f"{sum(valid)}/{len(valid)} tests hold" + (f", {killed}/{total} mutants killed"
                                                                           if total else "")})

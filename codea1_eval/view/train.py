@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from codea1_eval.results import read_jsonl
+from codea1_eval.tables.run_records import rows
 from codea1_eval.tables.index import Run
 
 if TYPE_CHECKING:
@@ -22,8 +22,7 @@ def train_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
         {"label": key, "points": [[line["step"], line.get(key)] for line in run.train_log]} for key in keys]}
         for title, keys in CURVES]
     tasks = []
-    rollouts = run.path / "rollouts.jsonl"
-    for row in read_jsonl(rollouts) if rollouts.is_file() else []:
+    for row in rows(run.path, "rollouts.jsonl"):
         codes = row.get("codes", [])
         rewards = [code.get("reward", 0.0) for code in codes]
         table = {"kind": "table", "title": "codes: reward, defines, suites (reward, R_val, R_adv, kept tests)",

@@ -49,3 +49,11 @@ def test_run_dirs_recorded_before_the_option_keep_their_config_hash(fixture):
     identity = config.identity() if hasattr(config, "identity") else config.result_fields()
     added_by_the_command = {key: value for key, value in manifest["config"].items() if key not in names}  # sha256s
     assert config_hash({"command": manifest["command"], **identity, **added_by_the_command}) == manifest["config_hash"]
+
+
+def test_chosen_tasks_are_kept_in_one_order_once_each_however_they_were_given():
+    from codea1_eval.commands.avg import AvgConfig
+
+    assert AvgConfig(tasks=["HumanEval/2", "HumanEval/0", "HumanEval/2"]).tasks == ("HumanEval/0", "HumanEval/2")
+    assert AvgConfig(tasks=["HumanEval/2", "HumanEval/0"]).result_fields() == AvgConfig(
+        tasks=("HumanEval/0", "HumanEval/2")).result_fields()
