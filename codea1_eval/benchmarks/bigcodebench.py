@@ -185,7 +185,8 @@ class BigCodeBenchHarness(Harness):
     """bigcodebench's evaluation runs programs with the network, the real /tmp and /dev/shm, and its tests
     rely on them: on the stdlib subset, BigCodeBench/1038 and /1040 start loopback servers, /30 and /785
     write fixed paths under /tmp (their references fail under the full Landlock policy), and tasks use
-    multiprocessing, whose locks live in /dev/shm."""
+    multiprocessing, whose locks live in /dev/shm. Each worker's /tmp is a copy-on-write one of its own
+    (``sandbox/private_tmp.py``), so samples of one task running at once do not race on those paths."""
 
     def coder_messages(self, problem: Problem) -> tuple[dict, ...]:
         return chat_messages(problem)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from codea1_eval.errors import UserError
+from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.records import SandboxLimits
 
 SWITCH = "CODEA1_LANDLOCK"
@@ -79,6 +80,15 @@ def abi_in_force(isolation: str) -> int:
     return kernel_abi() if setting == "auto" else int(setting)
 
 
+def granted(grant: str) -> str:
+    """What ``grant`` gives a ``process``-level worker, as manifests say it (``tmp``: whether the /tmp it
+    gets is its own copy-on-write one, ``private_tmp.py``, or the machine's)."""
+    if grant != "tmp":
+        return GRANTS[grant]
+    own = private_tmp.supported()
+    return GRANTS[grant] + (" (a copy-on-write /tmp of its own)" if own else " (the machine's, shared by all workers)")
+
+
 def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]:
     """Which protections workers at ``isolation`` have on this machine, for manifests and the selftest:
     ``files`` (writes outside the working directory, reads of the data, cache and run folders),
@@ -89,7 +99,7 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
                 "by": "bwrap namespaces"}
     abi = abi_in_force(isolation)
     if abi:
-        by = f"landlock ABI {abi}" + "".join(f"; granted: {GRANTS[grant]}" for grant in grants)
+        by = f"landlock ABI {abi}" + "".join(f"; granted: {granted(grant)}" for grant in grants)
     elif os.environ.get(SWITCH, "auto").strip().lower() == "off":
         by = f"nothing: landlock switched off ({SWITCH}=off)"
     else:

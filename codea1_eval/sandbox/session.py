@@ -19,6 +19,7 @@ import psutil
 from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, ForkedWorker, Template, scrubbed_env, template_for
 from codea1_eval.sandbox.isolation import make_isolation
+from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, parse_frame
@@ -106,10 +107,12 @@ class WorkerSession:
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
+        self.tmp_layers = (tempfile.mkdtemp(prefix="codea1_tmp_") if private_tmp.wanted(limits.isolation, limits.grants)
+                           else None)
         try:
             landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
         except BaseException:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._remove_folders()
             raise
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
@@ -118,7 +121,7 @@ class WorkerSession:
             "calls": list(program.calls) if program.calls is not None else None,
             "script": program.script, "time_limits": list(program.time_limits),
             "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
-            "start": start, "landlock": landlock,
+            "start": start, "landlock": landlock, "private_tmp": self.tmp_layers,
         }
         self.stderr = tempfile.TemporaryFile()
         self.cgroup = PidsCgroup.create(limits.max_processes)
@@ -135,7 +138,7 @@ class WorkerSession:
             self.stderr.close()
             if self.cgroup is not None:
                 self.cgroup.kill_all()
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._remove_folders()
             raise
         finally:
             os.close(write_fd)
@@ -189,4 +192,9 @@ class WorkerSession:
             self.process.release()
         os.close(self.reader.fd)
         self.stderr.close()
+        self._remove_folders()
+
+    def _remove_folders(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.tmp_layers is not None:
+            private_tmp.remove_layers(self.tmp_layers)

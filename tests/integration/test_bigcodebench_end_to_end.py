@@ -124,3 +124,19 @@ def test_bon_selects_among_the_reference_and_its_mutants(tiny_model, tmp_path):
     # every reference passes its unittest script; the mutants mutmut made of these two tasks all fail theirs
     assert sorted(labels.values()) == [False] * 4 + [True] * 2
     assert metrics["accuracy"]["random"] == pytest.approx(100 / 3, abs=1e-3)
+
+
+def test_samples_of_a_task_that_writes_fixed_tmp_paths_do_not_race(tmp_path):
+    """BigCodeBench/30's tests write and delete /tmp/test_data.json, /785's write /tmp/archive: distinct
+    copies of their references judged two at a time each get a /tmp of their own, so all pass (with the
+    machine's shared /tmp, 7 of 30 such runs of /30 failed here)."""
+    pytest.importorskip("bigcodebench")
+    problems = {p.task_id: p for p in load_benchmark("bigcodebench", subset="stdlib").problems}
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"task_id": task_id, "solution": f"{problems[task_id].reference}\n# copy {copy}\n"}
+            for task_id in ("BigCodeBench/30", "BigCodeBench/785") for copy in range(8)]
+    samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run_avg(AvgConfig(benchmark="bigcodebench", subset="stdlib", samples=samples, coder=None,
+                      tasks=("BigCodeBench/30", "BigCodeBench/785"), out=tmp_path / "run", parallel=2))
+    statuses = [record["plus_status"] for record in read_jsonl(tmp_path / "run" / "samples.jsonl")]
+    assert statuses == ["pass"] * 16

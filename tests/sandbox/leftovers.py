@@ -93,5 +93,5 @@ class WorldSnapshot:
         deadline = time.monotonic() + SETTLE_S
         while self.leftover_processes() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert self.leftover_processes() == [], "processes of the corpus run are still alive"
+        assert self.leftover_processes() == [], f"processes of the corpus run are still alive: {self.leftover_processes()}"
         assert self.changed_files() == [], "files outside the sandbox temp dirs changed"

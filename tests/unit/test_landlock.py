@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codea1_eval.errors import UserError
-from codea1_eval.sandbox import SandboxLimits
+from codea1_eval.sandbox import SandboxLimits, private_tmp
 from codea1_eval.sandbox.landlock import (abi_in_force, kernel_abi, protections,
                                           readable_private_paths, sandbox_facts, worker_policy)
 
@@ -98,7 +98,9 @@ def test_a_benchmarks_grants_give_back_tcp_and_tmp(monkeypatch):
     assert (in_force["files"], in_force["truncate"], in_force["network"], in_force["signals"]) == (False, False,
                                                                                                    False, True)
     assert in_force["by"] == (f"landlock ABI {kernel_abi()}; granted: TCP bind and connect; "
-                              "granted: reads and writes anywhere in /tmp")
+                              "granted: reads and writes anywhere in /tmp "
+                              + ("(a copy-on-write /tmp of its own)" if private_tmp.supported()
+                                 else "(the machine's, shared by all workers)"))
     assert readable_private_paths([Path("/tmp/ci-cache")], "process", ("tmp",)) == [Path("/tmp/ci-cache")]
     assert readable_private_paths([Path("/dev/shm/x")], "process", ("shm",)) == [Path("/dev/shm/x")]
     assert readable_private_paths([Path("/dev/shm/x")], "process") == []

@@ -1,0 +1,95 @@
+"""A /tmp of its own for each worker that is granted the machine's /tmp (``SandboxLimits.grants``: ``tmp``).
+
+BigCodeBench's tests write fixed paths such as ``/tmp/test_data.json`` and remove them in ``tearDown``;
+two programs of one task running at once then race on the one file, and a correct program fails at
+random (bigcodebench's own ``--parallel 2`` does too: measured, 2 of 30 runs of its canonical solution
+for BigCodeBench/30 failed). So a ``process``-level worker with that grant, before Landlock and before
+any candidate code, enters a mount namespace of its own (and a user namespace when it is not root) and
+mounts an overlay on ``/tmp``: the machine's /tmp underneath, read-only, and every change the program
+makes kept in its own upper layer, which the harness deletes with the worker's folder. Each program
+then sees /tmp as if it ran alone, which is the verdict bigcodebench gives when its runs do not overlap.
+``bwrap`` workers already get a fresh /tmp each.
+
+The worker loads this file as a script sibling (``isolate_tmp``: standard library only); the harness
+calls ``supported`` once per process to decide whether to ask for it, and records the answer.
+"""
+
+import functools
+import os
+import sys
+
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
+
+
+def _overlay_option(path):
+    return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
+
+
+def isolate_tmp(layers):
+    """Mount a copy-on-write overlay on /tmp for this process and its children, its upper layer in the
+    new folder ``layers``. Raises OSError when the kernel refuses a step (no mount namespace here)."""
+    import _ctypes
+
+    class Function(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+
+    class Libc:
+        _handle = _ctypes.dlopen(None, 0)
+
+    unshare, mount = Function(("unshare", Libc)), Function(("mount", Libc))
+
+    def check(result, step):
+        if result != 0:
+            errno = _ctypes.get_errno()
+            raise OSError(errno, f"private /tmp, {step}: {os.strerror(errno)}")
+
+    uid, gid = os.geteuid(), os.getegid()
+    if unshare(CLONE_NEWNS) != 0:  # not root: a user namespace in which this user may mount
+        check(unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    check(mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
+    upper, work = os.path.join(layers, "upper"), os.path.join(layers, "work")
+    os.makedirs(upper)
+    os.mkdir(work)
+    options = f"lowerdir=/tmp,upperdir={_overlay_option(upper)},workdir={_overlay_option(work)}"
+    check(mount(b"overlay", b"/tmp", b"overlay", 0, options.encode()), "overlay on /tmp")
+
+
+def wanted(isolation, grants) -> bool:
+    """Whether workers at ``isolation`` with ``grants`` get a private /tmp: at ``process`` with the ``tmp``
+    grant, where this machine allows it (elsewhere their /tmp is the machine's, as bigcodebench's)."""
+    return isolation == "process" and "tmp" in grants and supported()
+
+
+@functools.cache
+def supported() -> bool:
+    """Whether workers can get a private /tmp on this machine (tried once, in a throw-away process)."""
+    import subprocess
+    import tempfile
+
+    layers = tempfile.mkdtemp(prefix="codea1_tmp_probe_")
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-S", __file__, layers], capture_output=True, timeout=30)
+        return probe.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        remove_layers(layers)
+
+
+def remove_layers(layers) -> None:
+    """Delete a worker's overlay layers (the kernel leaves ``work/work`` with mode 000)."""
+    import shutil
+
+    try:
+        os.chmod(os.path.join(layers, "work", "work"), 0o700)
+    except OSError:
+        pass
+    shutil.rmtree(layers, ignore_errors=True)
+
+
+if __name__ == "__main__":  # the probe: exit 0 when a private /tmp can be mounted here
+    isolate_tmp(sys.argv[1])
