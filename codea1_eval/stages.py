@@ -12,8 +12,17 @@ from codea1_eval.judging import GroundTruth, compute_ground_truth
 from codea1_eval.benchmarks.harness import runnable_part
 from codea1_eval.display import progress
 from codea1_eval.results import JsonlAppender, RunDir, read_jsonl
-from codea1_eval.sandbox import ExecResult, Executor, Program
+from codea1_eval.sandbox import ExecResult, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.executors import make_executor
 from codea1_eval.sandbox.landlock import sandbox_facts
+
+
+def benchmark_executor(benchmark: Benchmark, isolation: str, spec: str = "local", parallel: int | None = None
+                       ) -> Executor:
+    """The executor ``spec`` (``--executor``) names, checked with its canary, for ``benchmark``'s programs:
+    at ``isolation``, with what the benchmark's own harness grants its programs, its data files hidden."""
+    limits = SandboxLimits(isolation=isolation, grants=benchmark.harness.sandbox_grants)
+    return make_executor(spec, limits, parallel, benchmark.private_paths())
 
 
 def ground_truth_stage(run: RunDir, benchmark: Benchmark, executor: Executor, allow_failing_references: bool

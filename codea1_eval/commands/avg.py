@@ -25,8 +25,8 @@ from codea1_eval.metrics.coder import coder_metrics
 from codea1_eval.requests import code_requests
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_jsonl_atomic)
-from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
-from codea1_eval.stages import Stage, WorkItem, ground_truth_stage
+from codea1_eval.sandbox import Executor
+from codea1_eval.stages import Stage, WorkItem, benchmark_executor, ground_truth_stage
 
 GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
     "generations.jsonl", "executions.jsonl", "metrics.json", "samples.jsonl")
@@ -157,8 +157,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
 
         parse_model_spec(config.coder)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).only(config.tasks).limit(config.limit)
-    limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
-    executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
+    executor = benchmark_executor(benchmark, config.isolation, config.executor, config.parallel)
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}
     if config.samples is not None:
         identity["samples_sha256"] = file_sha256(Path(config.samples))

@@ -80,7 +80,7 @@ def abi_in_force(isolation: str) -> int:
     return kernel_abi() if setting == "auto" else int(setting)
 
 
-def granted(grant: str) -> str:
+def grant_wording(grant: str) -> str:
     """What ``grant`` gives a ``process``-level worker, as manifests say it (``tmp``: whether the /tmp it
     gets is its own copy-on-write one, ``private_tmp.py``, or the machine's)."""
     if grant != "tmp":
@@ -99,7 +99,7 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
                 "by": "bwrap namespaces"}
     abi = abi_in_force(isolation)
     if abi:
-        by = f"landlock ABI {abi}" + "".join(f"; granted: {granted(grant)}" for grant in grants)
+        by = f"landlock ABI {abi}" + "".join(f"; granted: {grant_wording(grant)}" for grant in grants)
     elif os.environ.get(SWITCH, "auto").strip().lower() == "off":
         by = f"nothing: landlock switched off ({SWITCH}=off)"
     else:

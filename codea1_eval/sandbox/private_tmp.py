@@ -44,8 +44,10 @@ def isolate_tmp(layers):
             errno = _ctypes.get_errno()
             raise OSError(errno, f"private /tmp, {step}: {os.strerror(errno)}")
 
+    # Every flag here is below 2**31, so passing it as a C int (no argtypes: ``ctypes`` costs ~5 ms) is exact.
     uid, gid = os.geteuid(), os.getegid()
-    if unshare(CLONE_NEWNS) != 0:  # not root: a user namespace in which this user may mount
+    in_user_namespace = unshare(CLONE_NEWNS) != 0
+    if in_user_namespace:  # not root: a user namespace in which this user may mount (root's files show as 65534)
         check(unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as handle:
@@ -54,8 +56,11 @@ def isolate_tmp(layers):
     upper, work = os.path.join(layers, "upper"), os.path.join(layers, "work")
     os.makedirs(upper)
     os.mkdir(work)
+    os.chmod(upper, 0o1777)  # the overlay's root takes its mode from here: /tmp's own
     options = f"lowerdir=/tmp,upperdir={_overlay_option(upper)},workdir={_overlay_option(work)}"
-    check(mount(b"overlay", b"/tmp", b"overlay", 0, options.encode()), "overlay on /tmp")
+    # In a user namespace the overlay keeps its own records in user.* attributes (Linux >= 5.11), or none.
+    if not (in_user_namespace and mount(b"overlay", b"/tmp", b"overlay", 0, (options + ",userxattr").encode()) == 0):
+        check(mount(b"overlay", b"/tmp", b"overlay", 0, options.encode()), "overlay on /tmp")
 
 
 def wanted(isolation, grants) -> bool:
@@ -70,7 +75,10 @@ def supported() -> bool:
     import subprocess
     import tempfile
 
-    layers = tempfile.mkdtemp(prefix="codea1_tmp_probe_")
+    try:
+        layers = tempfile.mkdtemp(prefix="codea1_tmp_probe_")
+    except OSError:
+        return False
     try:
         probe = subprocess.run([sys.executable, "-I", "-S", __file__, layers], capture_output=True, timeout=30)
         return probe.returncode == 0
@@ -81,13 +89,16 @@ def supported() -> bool:
 
 
 def remove_layers(layers) -> None:
-    """Delete a worker's overlay layers (the kernel leaves ``work/work`` with mode 000)."""
+    """Delete a worker's overlay layers, folders of mode 000 included (the kernel leaves ``work/work``
+    so, and a candidate may leave its own so in ``upper``)."""
     import shutil
 
-    try:
-        os.chmod(os.path.join(layers, "work", "work"), 0o700)
-    except OSError:
-        pass
+    for folder, subfolders, _ in os.walk(layers):  # top-down: each folder opened before it is entered
+        for name in subfolders:
+            try:
+                os.chmod(os.path.join(folder, name), 0o700)
+            except OSError:
+                pass
     shutil.rmtree(layers, ignore_errors=True)
 
 

@@ -107,9 +107,10 @@ class WorkerSession:
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
-        self.tmp_layers = (tempfile.mkdtemp(prefix="codea1_tmp_") if private_tmp.wanted(limits.isolation, limits.grants)
-                           else None)
+        self.tmp_layers = None
         try:
+            if private_tmp.wanted(limits.isolation, limits.grants):
+                self.tmp_layers = tempfile.mkdtemp(prefix="codea1_tmp_")
             landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
         except BaseException:
             self._remove_folders()

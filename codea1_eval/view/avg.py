@@ -20,8 +20,9 @@ from codea1_eval.asserts.run import calls_program
 from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.errors import UserError
 from codea1_eval.extract import extract_code
-from codea1_eval.sandbox import Executor, SandboxLimits, make_executor
+from codea1_eval.sandbox import Executor
 from codea1_eval.sandbox.engine import RETURNED
+from codea1_eval.stages import benchmark_executor
 from codea1_eval.tables.index import Run
 from codea1_eval.tables.run_records import rows, sample_passed
 
@@ -49,13 +50,6 @@ def _benchmark(run: Run, data_dir: Path | None) -> Benchmark | None:
     except UserError:
         return None
     return benchmark if benchmark.sha256 == run.setting("dataset_sha256") else None
-
-
-def _executor(run: Run, benchmark: Benchmark) -> Executor:
-    """A local executor with the run's isolation level and the benchmark's grants, its files hidden."""
-    limits = SandboxLimits(isolation=run.config.get("isolation") or "process",
-                           grants=benchmark.harness.sandbox_grants)
-    return make_executor("local", limits, None, benchmark.private_paths())
 
 
 def _call_text(problem: Problem, index: int) -> str | None:
@@ -112,8 +106,9 @@ def avg_view(run: Run, options: "ViewOptions") -> dict[str, Any]:
             if (index is not None and problem is not None and problem.inputs and index < len(problem.inputs)
                     and sample["execution_key"] not in failures):
                 failures[sample["execution_key"]] = (problem, index, sample["solution"])
-    details = _failure_details(failures, _executor(run, benchmark) if benchmark and failures and options.execute
-                               else None)
+    executor = (benchmark_executor(benchmark, run.config.get("isolation") or "process")
+                if benchmark and failures and options.execute else None)
+    details = _failure_details(failures, executor)
     tasks = []
     for task_id, samples in by_task.items():
         items = []

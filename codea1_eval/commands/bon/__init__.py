@@ -31,11 +31,10 @@ from codea1_eval.metrics.pseudo_models import CODER, TESTER, pseudo_model
 from codea1_eval.models import parse_model_spec
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import RunDir
-from codea1_eval.sandbox import SandboxLimits, make_executor
 from codea1_eval.scaling import SELECTORS
 from codea1_eval.scaling.report import select_and_score
 from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
-from codea1_eval.stages import ground_truth_stage
+from codea1_eval.stages import benchmark_executor, ground_truth_stage
 
 __all__ = ["BonConfig", "execute", "output_key", "problem_tests", "rescore", "run_bon"]
 
@@ -54,8 +53,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     for _, model in pseudo:
         if model is not None:
             model.check(benchmark)
-    limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
-    executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
+    executor = benchmark_executor(benchmark, config.isolation, config.executor, config.parallel)
     run = RunDir(config.out or config.default_out(), "bon", {**config.result_fields(),
                                                              "dataset_sha256": benchmark.sha256}, config.overwrite)
     with run.outcome_recorded():

@@ -30,8 +30,8 @@ from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import parse_model_spec
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import RunDir
-from codea1_eval.sandbox import SANDBOX_ERROR, SandboxLimits, make_executor
-from codea1_eval.stages import ground_truth_stage
+from codea1_eval.sandbox import SANDBOX_ERROR
+from codea1_eval.stages import benchmark_executor, ground_truth_stage
 from codea1_eval.commands.mul.config import METRICS, MulConfig
 from codea1_eval.commands.mul import ult
 from codea1_eval.commands.mul.generation import generate_replies
@@ -112,8 +112,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
     if tester is not None:
         tester.check(benchmark)
     sample_ids = _sample_ids(config, benchmark)
-    limits = SandboxLimits(isolation=config.isolation, grants=benchmark.harness.sandbox_grants)
-    executor = make_executor(config.executor, limits, config.parallel, benchmark.private_paths())
+    executor = benchmark_executor(benchmark, config.isolation, config.executor, config.parallel)
     run = RunDir(config.out or config.default_out(), "mul", {**config.identity(), "dataset_sha256": benchmark.sha256},
                  config.overwrite)
     with run.outcome_recorded():
