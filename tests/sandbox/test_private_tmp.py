@@ -15,7 +15,6 @@ from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.engine import ERROR, RETURNED, Executor, Program, SandboxLimits
 from codea1_eval.sandbox.landlock import kernel_abi
 
-pytestmark = pytest.mark.skipif(not private_tmp.supported(), reason="no mount namespace on this machine")
 
 # setUp/tearDown as BigCodeBench/30's tests do them, with a pause in the middle so that two runs overlap.
 FIXED_PATH = """
@@ -32,6 +31,7 @@ def f(path, mine, shared):
 """
 
 
+@pytest.mark.skipif(not private_tmp.supported(), reason="no mount namespace on this machine")
 @pytest.mark.parametrize("forkserver", ["auto", "off"])
 def test_two_programs_on_one_fixed_tmp_path_each_see_their_own(forkserver, monkeypatch, tmp_path):
     monkeypatch.setenv("CODEA1_FORKSERVER", forkserver)
