@@ -14,8 +14,8 @@ Per policy and per parameter, by mode (``MODES``):
 Not counted for a sharded policy: the gathered root group (embedding, final norm, LM head) between each
 forward and its backward, and one or two gathered decoder layers at a time (the current one and the
 prefetched next); its whole weights in the compute dtype while ``hf`` rollouts are sampled (one policy at
-a time); and at start-up, before sharding, each process holds one whole policy and its reference (7B:
-30 GB float32 plus a 15 GB bfloat16 reference). A sharded mode needs at least 2 processes.
+a time); and at start-up the main process's one whole model at a time (7B: 30 GB float32), read once and
+broadcast shard by shard (``sharding.load_sharded``). A sharded mode needs at least 2 processes.
 ``kl_beta = 0`` drops the reference copy. A colocated vLLM rollout engine adds a bfloat16 copy of each
 policy's weights (2 bytes per parameter, whole: tensor parallel 1) plus its KV cache (not counted). A plan
 fits a device when the state takes at most ``STATE_SHARE`` of its memory; the rest is left for activations,

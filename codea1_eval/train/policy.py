@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -155,8 +156,9 @@ class Policy:
         dtype = policy_dtype(settings.dtype)
         # sharded in bfloat16: float32 weights (FSDP2's master copy) computed in bfloat16
         bfloat16_compute = self.sharded and dtype == torch.bfloat16
-        self.model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32 if bfloat16_compute
-                                                          else dtype)
+        weights_dtype = torch.float32 if bfloat16_compute else dtype
+        self.model = (sharding.load_sharded(checkpoint, weights_dtype, bfloat16_compute) if self.sharded
+                      else AutoModelForCausalLM.from_pretrained(checkpoint, dtype=weights_dtype))
         self.model.config._name_or_path = str(reference or checkpoint)  # where TRL loads its KL reference from
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -176,18 +178,15 @@ class Policy:
             model_init_kwargs={"dtype": "bfloat16"} if bfloat16_compute else None,
             **_vllm_arguments(settings))
         placeholder = Dataset.from_list([{"prompt": ""}] * settings.batch_completions)
-        self.trainer = GRPOTrainer(model=self.model, reward_funcs=[_given_rewards], args=args,
-                                   train_dataset=placeholder, processing_class=self.tokenizer,
-                                   rollout_func=self._rollout)
+        with sharding.sharded_reference(bfloat16_compute) if self.sharded else nullcontext():
+            self.trainer = GRPOTrainer(model=self.model, reward_funcs=[_given_rewards], args=args,
+                                       train_dataset=placeholder, processing_class=self.tokenizer,
+                                       rollout_func=self._rollout)
         accelerator = self.trainer.accelerator
         sharding.check_launch(accelerator)
         # Under a multi-process launcher the update runs through FSDP2 (each process holds and updates a shard
         # of the parameters) or DDP (whole replicas; the gradients are averaged).
         self._trained = self.model
-        if self.sharded:
-            sharding.shard(self.model, bfloat16_compute)
-            if self.trainer.ref_model is not None:
-                sharding.shard(self.trainer.ref_model, bfloat16_compute, frozen=True)
         self.trainer.create_optimizer_and_scheduler(num_training_steps=settings.total_steps)
         if accelerator.num_processes > 1 and not self.sharded:
             self._trained = self.trainer.model_wrapped = accelerator.prepare_model(self.model)

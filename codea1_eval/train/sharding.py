@@ -4,7 +4,9 @@
 Each policy's parameters, gradients and AdamW state, and its frozen KL reference, are split over the
 processes: ``fully_shard`` on every decoder layer and on the whole model, applied here with torch's own
 FSDP2 rather than through accelerate's FSDP plugin, which accelerate enables for GPU launches only (on a
-CPU launch it stays ``MULTI_CPU``), so the same command line runs on CPUs (gloo) and GPUs (NCCL). With
+CPU launch it stays ``MULTI_CPU``), so the same command line runs on CPUs (gloo) and GPUs (NCCL). Only
+the main process reads a checkpoint's whole weights (``load_sharded``, also for TRL's KL reference); the
+others receive their shards. With
 ``--dtype bfloat16`` the weights stay float32 (the master copy the optimizer updates) and FSDP2 computes in
 bfloat16 (``MixedPrecisionPolicy``), reducing gradients in float32. A training step is the data-parallel
 one: each process samples and scores its share of the step's questions, and FSDP2 reduce-scatters the
@@ -83,6 +85,63 @@ def shard(model: Any, bfloat16_compute: bool, frozen: bool = False) -> Any:
         fully_shard(layer, mesh=mesh, mp_policy=precision)
     fully_shard(model, mesh=mesh, mp_policy=precision, reshard_after_forward=frozen)
     return model
+
+
+def load_sharded(checkpoint: Path | str, dtype: Any, bfloat16_compute: bool, frozen: bool = False,
+                 **model_kwargs: Any) -> Any:
+    """The causal LM at ``checkpoint`` sharded over all processes (as ``shard``), read whole by the main
+    process alone: every process builds the model on the meta device and shards it, then the main process's
+    whole weights are broadcast into the shards. No other process ever holds the whole model (reading it in
+    every process puts N whole copies in one machine's memory at start-up: 8 x 30 GB for a 7B policy in
+    float32). ``model_kwargs``: what ``from_pretrained`` would take besides the dtype (TRL passes the
+    attention implementation and ``trust_remote_code``)."""
+    import torch
+    import torch.distributed as dist
+    from accelerate import PartialState, init_empty_weights
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+
+    check_launch(PartialState())  # starts the launch's process group (the trainer would, later)
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    trust = {"trust_remote_code": model_kwargs.pop("trust_remote_code", False)}
+    model_kwargs = {key: value for key, value in model_kwargs.items() if key == "attn_implementation"}
+    whole = (AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype, **model_kwargs, **trust).state_dict()
+             if dist.get_rank() == 0 else {})
+    config = AutoConfig.from_pretrained(checkpoint, **trust)
+    with init_empty_weights(include_buffers=False):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype, **model_kwargs, **trust)
+    model.tie_weights()  # init_empty_weights re-registers every parameter, which unties a tied LM head
+    buffers = {name: buffer.clone() for name, buffer in model.named_buffers()}  # computed, not in the weights
+    shard(model, bfloat16_compute, frozen)
+    model.to_empty(device=torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else "cpu")
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            buffer.copy_(buffers[name])
+    set_model_state_dict(model, whole, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+    del whole
+    try:  # what from_pretrained sets besides the weights
+        model.generation_config = GenerationConfig.from_pretrained(checkpoint)
+    except OSError:
+        pass
+    model.config._name_or_path = str(checkpoint)
+    return model.eval()
+
+
+@contextmanager
+def sharded_reference(bfloat16_compute: bool) -> Iterator[None]:
+    """While a ``GRPOTrainer`` is built, its frozen KL reference is loaded by ``load_sharded`` (resharded
+    after every forward) instead of whole in every process. TRL (pinned) loads it with
+    ``create_model_from_path``, which this replaces for the duration."""
+    from trl.trainer import grpo_trainer
+
+    def load_reference(checkpoint: str, **kwargs: Any) -> Any:
+        return load_sharded(checkpoint, kwargs.pop("dtype", "float32"), bfloat16_compute, frozen=True, **kwargs)
+
+    original, grpo_trainer.create_model_from_path = grpo_trainer.create_model_from_path, load_reference
+    try:
+        yield
+    finally:
+        grpo_trainer.create_model_from_path = original
 
 
 def parameter_counts(model: Any) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """`train --sharding fsdp2` under `accelerate launch --multi_gpu --num_processes 2` (gloo on this CPU), on the tiny
 imprinted model: each process holds half of each policy, both policies train, a run killed (SIGKILL, every
 process) once its first step is committed and then rerun ends with the same weights as an uninterrupted one, and
-the update is the data-parallel one."""
+the update is the data-parallel one; only the main process reads a checkpoint's whole weights."""
 
 from __future__ import annotations
 
@@ -159,3 +159,22 @@ def test_a_sharded_checkpoint_is_not_resumed_as_a_replicated_one(runs, tmp_path)
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 2
     assert f"{copy / 'code'} holds optimizer state of a sharded run; resume it with --sharding fsdp2" in result.stderr
+
+
+def test_only_the_main_process_reads_the_whole_weights(tiny_model, tmp_path):
+    """The other process is given a copy of the checkpoint without its weights file: loading still works,
+    and the shards it received make up exactly the checkpoint's weights."""
+    import shutil
+
+    without = tmp_path / "without-weights"
+    shutil.copytree(tiny_model, without, ignore=shutil.ignore_patterns("*.safetensors"))
+    out = tmp_path / "gathered"
+    out.mkdir()
+    script = os.path.join(os.path.dirname(__file__), "load_sharded_launch.py")
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                             str(free_port()), script, str(tiny_model), str(without), str(out / "model.safetensors")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    start, gathered = _weights(tiny_model), _weights(out)
+    assert sorted(gathered) == sorted(start)
+    assert max((gathered[name] - start[name]).abs().max().item() for name in start) == 0.0
