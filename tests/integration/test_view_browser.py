@@ -58,6 +58,13 @@ def _finish(page) -> None:
     page.close()
 
 
+def _expand(task) -> None:
+    """Open a task's row and wait until the page has rendered its items (the ``toggle`` event that renders them
+    fires after the click returns; ``count()`` does not wait)."""
+    task.locator("summary").click()
+    task.page.wait_for_function("el => el.dataset.rendered === '1'", arg=task.element_handle(), timeout=10_000)
+
+
 def _shown(page) -> int:
     return page.locator("#tasks details:visible").count()
 
@@ -67,7 +74,7 @@ def test_avg_page_shows_a_failing_input_with_expected_and_actual_values(browser,
     assert page.locator("#tasks details").count() == 3
     assert page.locator("#metrics tr[data-metric='pass@1'] td").nth(1).inner_text() == "66.67"
     task = page.locator("#tasks details", has_text="HumanEval/2")
-    task.locator("summary").click()
+    _expand(task)
     assert task.locator(".detail").inner_text().splitlines() == [
         "first failing call: base input #0: truncate_number(3.5)", "expected (reference): 0.5",
         "actual (this sample): 3.5"]
@@ -83,7 +90,7 @@ def test_avg_page_shows_a_failing_input_with_expected_and_actual_values(browser,
 def test_bon_page_colours_the_matrix_and_stars_the_pick(browser, tmp_path):
     page = _open(browser, write_view(FIXTURES / "view" / "bon", tmp_path / "bon.html"), "bon")
     assert page.locator("#tasks details").count() == 1
-    page.locator("#tasks details summary").first.click()
+    _expand(page.locator("#tasks details").first)
     rows = page.locator("table.matrix tr")
     assert rows.nth(1).locator("th").inner_text() == "\u2605 HumanEval/53#c0 \u2713"
     colour = "el => getComputedStyle(el).backgroundColor"
@@ -98,7 +105,7 @@ def test_mul_page_lists_test_classes_kill_matrix_and_coverage(browser, tmp_path)
     page = _open(browser, write_view(FIXTURES / "view" / "mul", tmp_path / "mul.html"), "mul")
     assert page.locator("#tasks details").count() == 2
     task = page.locator("#tasks details", has_text="HumanEval/0")
-    task.locator("summary").click()
+    _expand(task)
     assert task.locator("table.matrix tr").count() == 1 + 14  # header + the 14 ast-ops mutants
     assert "coverage of the reference: lines 7/7, branches 4/4" in task.inner_text()
     assert task.locator("td", has_text="valid").count() == 7  # the reference-inputs tester's 7 asserts
