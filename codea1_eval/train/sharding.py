@@ -93,15 +93,16 @@ def load_sharded(checkpoint: Path | str, dtype: Any, bfloat16_compute: bool, fro
     process alone: every process builds the model on the meta device and shards it, then the main process's
     whole weights are broadcast into the shards. No other process ever holds the whole model (reading it in
     every process puts N whole copies in one machine's memory at start-up: 8 x 30 GB for a 7B policy in
-    float32). ``model_kwargs``: what ``from_pretrained`` would take besides the dtype (TRL passes the
-    attention implementation and ``trust_remote_code``)."""
+    float32). ``model_kwargs``: what ``from_pretrained`` would take besides the dtype; the attention
+    implementation and ``trust_remote_code`` are kept, the rest (TRL's ``device_map``) dropped: the shards go
+    to the mesh's device."""
     import torch
     import torch.distributed as dist
     from accelerate import PartialState, init_empty_weights
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
     from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
-    check_launch(PartialState())  # starts the launch's process group (the trainer would, later)
+    PartialState()  # starts the launch's process group (the trainer would, later)
     dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     trust = {"trust_remote_code": model_kwargs.pop("trust_remote_code", False)}
     model_kwargs = {key: value for key, value in model_kwargs.items() if key == "attn_implementation"}
