@@ -3,7 +3,7 @@
 
 Two measurements in one run, on this machine's kernel:
 
-  confine   ``worker.confine(policy)`` timed inside a worker forked as the fork-server template forks
+  confine   ``confine.confine(policy)`` timed inside a worker forked as the fork-server template forks
             it (``template.warm_up`` done, which opens the policy's fixed paths once), with the policy a
             worker gets (``landlock.worker_policy``): one rule per readable folder, ``restrict_self``, and
             closing the template's descriptors. Median over ``--repeat`` forks. (A fresh interpreter also
@@ -45,8 +45,8 @@ for _ in range(int(sys.argv[3])):
     read_fd, write_fd = os.pipe()
     if os.fork() == 0:
         started = time.perf_counter()
-        worker.confine(policy)
-        worker.close_preopened()
+        worker.confinement().confine(policy)
+        worker.confinement().close_preopened()
         os.write(write_fd, repr(time.perf_counter() - started).encode())
         os._exit(0)
     os.close(write_fd)

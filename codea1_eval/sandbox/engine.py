@@ -26,6 +26,9 @@ from codea1_eval.sandbox.values import Digest, ProtocolViolation, decode
 STARTUP_TIMEOUT_S = 60.0
 DIGEST_TIME_S = 120.0
 SANDBOX_RETRIES = 2
+LOST = "lost"
+"""A worker that sends results in batches died or overran in a call after results it had not sent yet:
+that call keeps its CRASH or TIMEOUT, and the calls before it are run again on a fresh worker."""
 
 
 def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
@@ -50,9 +53,16 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     results: list[CallResult | None] = [None] * program.n_calls
     next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
     status, error = OK, None
-    while next_call < program.n_calls or workers == 0:
+    while True:
+        while next_call < program.n_calls and results[next_call] is not None:  # decided where a worker was LOST
+            next_call = _next_call(program, next_call, results)
+        if next_call >= program.n_calls and workers > 0:
+            break
+        stop = next_call  # a worker runs the calls from next_call up to the next decided one
+        while stop < program.n_calls and (stop == next_call or results[stop] is None):
+            stop += 1
         try:
-            session = WorkerSession(program, limits, next_call, list(hidden))
+            session = WorkerSession(program, limits, next_call, list(hidden), stop)
         except OSError as exc:  # no fork, no pipe, no interpreter: retried like a worker that did not greet
             sandbox_failures += 1
             if sandbox_failures > SANDBOX_RETRIES:
@@ -63,7 +73,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             continue
         workers += 1
         try:
-            outcome = _drive(session, program, limits, next_call, results, total_deadline)
+            outcome = _drive(session, program, limits, next_call, stop, results, total_deadline)
         finally:
             session.close()
         kind, next_call, detail = outcome
@@ -83,13 +93,13 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
         if kind == TOTAL_TIMEOUT:
             _fill(results, next_call, TIMEOUT, "total time limit exceeded")
             break
+        if kind == LOST:  # ``detail`` crashed or overran after calls whose results were lost with the worker
+            kind = results[detail].status
         if kind == CRASH:
             crashes += 1
             if crashes > limits.max_worker_restarts:
                 _fill(results, next_call, CRASH, "too many worker crashes; remaining calls not run")
                 break
-        if program.n_calls == 0:
-            break
     return ExecResult(status, list(results), error, workers, time.monotonic() - began)
 
 
@@ -104,9 +114,11 @@ def _phase_frame(reader: "FrameReader", deadline: float, total_deadline: float):
         return exc
 
 
-def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int,
-           results: list, total_deadline: float) -> tuple[str, int, str | None]:
-    """Run one worker until it finishes, dies or overruns. Returns (outcome, next call, detail)."""
+def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int, stop: int,
+           results: list, total_deadline: float) -> tuple[str, int, Any]:
+    """Run one worker until it finishes call ``stop - 1``, dies or overruns. Returns (outcome, next call,
+    detail); LOST (detail: the call that crashed or overran, its result stored) where the worker died
+    holding results of calls after ``next call`` that it had not sent yet."""
     reader = session.reader
     frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, total_deadline)
     if frame == TOTAL_TIMEOUT:
@@ -132,10 +144,12 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
         return LOAD_CRASH, start, "protocol violation while loading"
 
     index = start
-    while index < program.n_calls:
-        outcome = _await_call(reader, program, limits, index, results, total_deadline)
+    while index < stop:
+        outcome, stored = _await_call(session, program, limits, index, stop, results, total_deadline)
         if outcome == TOTAL_TIMEOUT:
             return outcome, index, None
+        if outcome == LOST:
+            return LOST, index, stored
         following = _next_call(program, index, results)
         if outcome != OK:
             return outcome, following, None
@@ -145,41 +159,57 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     return OK, index, None
 
 
-def _await_call(reader: FrameReader, program: Program, limits: SandboxLimits, index: int,
-                results: list, total_deadline: float) -> str:
-    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH or TOTAL_TIMEOUT."""
-    call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
-    try:
-        frame = reader.next_frame(min(call_deadline, total_deadline))
-    except TimeoutError:
-        if time.monotonic() >= total_deadline:
-            return TOTAL_TIMEOUT
-        results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
-                                    duration=program.time_limits[index] + limits.grace_s)
-        return TIMEOUT
-    except ProtocolViolation as exc:
-        results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-        return CRASH
+def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits, index: int, stop: int,
+                results: list, total_deadline: float) -> tuple[str, int]:
+    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH, LOST or TOTAL_TIMEOUT, and the
+    call whose result was stored (``index``, or the later call in progress where LOST).
+    A worker that sends results in batches may be in a later call (``call_in_progress``): its hard
+    deadline is that call's, and if it dies or overruns there, that call gets the CRASH or TIMEOUT (LOST)."""
+    reader = session.reader
+    if reader.batch:  # the rest of a batch frame: here already
+        frame = reader.batch.pop()
+    else:
+        deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
+        while True:
+            try:
+                frame = reader.next_frame(min(deadline, total_deadline))
+                break
+            except TimeoutError:
+                if time.monotonic() >= total_deadline:
+                    return TOTAL_TIMEOUT, index
+                current = session.call_in_progress(index, stop)
+                later = session.call_began(current) + program.time_limits[current] + limits.grace_s
+                if current > index and later > deadline:
+                    deadline = later  # the worker is past ``index``: wait out the call it is in
+                    continue
+                results[current] = CallResult(TIMEOUT, error="hard deadline: worker killed",
+                                              duration=program.time_limits[current] + limits.grace_s)
+                return (LOST if current > index else TIMEOUT), current
+            except ProtocolViolation as exc:
+                results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+                return CRASH, index
     if frame is None:
-        results[index] = CallResult(CRASH, error="worker died during the call")
-        return CRASH
+        current = session.call_in_progress(index, stop)
+        results[current] = CallResult(CRASH, error="worker died during the call")
+        return (LOST if current > index else CRASH), current
     if frame.get("k") == "digesting" and frame.get("i") == index:
         # A large value is being hashed: allow the call's hashing time (none where the expected value was
         # small, so a forged early "digesting" frame gains nothing; at most DIGEST_TIME_S otherwise).
         allowance = DIGEST_TIME_S if program.digest_time_limits is None else program.digest_time_limits[index]
+        call_deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
         try:
             frame = reader.next_frame(min(max(call_deadline, time.monotonic() + allowance), total_deadline))
         except (TimeoutError, ProtocolViolation):
             frame = None
         if frame is None:
             results[index] = CallResult(TIMEOUT, error="large return value not digested in time")
-            return TIMEOUT
+            return TIMEOUT, index
     try:
         results[index] = _call_result(frame, index)
     except ProtocolViolation as exc:
         results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-        return CRASH
-    return OK
+        return CRASH, index
+    return OK, index
 
 
 def digest_allowances(expected_outputs: Sequence[Any]) -> list[float]:
@@ -198,14 +228,20 @@ def _next_call(program: Program, index: int, results: list) -> int:
     return following
 
 
+_PLAIN_JSON = (int, str, bool, float, type(None))
+"""Types JSON gives that ``decode`` returns as they are."""
+
+
 def _call_result(frame: dict, index: int) -> CallResult:
     if frame.get("k") != "call" or frame.get("i") != index:
         raise ProtocolViolation("unexpected frame")
     duration = frame.get("t")
-    duration = float(duration) if isinstance(duration, (int, float)) else 0.0
+    if type(duration) is not float:
+        duration = float(duration) if isinstance(duration, (int, float)) else 0.0
     child_status = frame.get("s")
     if child_status == "ok":
-        return CallResult(RETURNED, decode(frame.get("v")), duration=duration)
+        value = frame.get("v")
+        return CallResult(RETURNED, value if type(value) in _PLAIN_JSON else decode(value), duration=duration)
     if child_status in (FAIL, ERROR, TIMEOUT):
         error = frame.get("e")
         error = str(error)[:500] if error is not None else "per-call time limit exceeded"

@@ -113,14 +113,15 @@ class Template:
     def alive(self) -> bool:
         return not self.broken and self.process.poll() is None
 
-    def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int) -> ForkedWorker:
-        """A new worker in ``workdir`` reading its job from ``job_fd`` and answering on ``result_fd``;
+    def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
+        """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which
+        call it is in on ``progress_fd`` (``session.Progress``);
         OSError if the template cannot fork (the engine retries, on a new template if this one died)."""
         with self.lock:
             if self.broken:  # another thread found it dead or hung while this one waited
                 raise OSError("the fork-server template stopped answering")
             try:
-                socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd])
+                socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd, progress_fd])
                 reply = self.control.recv(4)
             except OSError:
                 self.broken = True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import mmap
 import os
 import pickle
 import select
@@ -22,14 +24,20 @@ from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
-from codea1_eval.sandbox.values import ProtocolViolation, parse_frame
+from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+PROGRESS_BYTES = 16
 _FRAME_SIZE = struct.Struct(">I")
 
 
 def kill_tree(process: subprocess.Popen | ForkedWorker, cgroup: PidsCgroup | None = None) -> None:
     """SIGKILL the worker, its process group, every descendant it still has, and its cgroup."""
+    if isinstance(process, ForkedWorker) and cgroup is not None:
+        # A forked worker stays a zombie until it is released: kill it and wait until it has exited (its pidfd
+        # says when), so that its cgroup is usually empty by now and goes without kill_all's polling sleeps.
+        process.kill()
+        process.wait(timeout=1.0)
     descendants = []
     if cgroup is None or not cgroup.kill_all():
         # Without a (emptied) cgroup: find what the worker still has. After kill_all() emptied the
@@ -72,9 +80,13 @@ class FrameReader:
         self.buffer = bytearray()
         self.offset = 0
         self.closed = False
+        self.batch: list[dict] = []  # the rest of a batch frame's call frames, last first
 
     def next_frame(self, deadline: float) -> dict | None:
-        """Return the next frame, or None on EOF; raise TimeoutError past ``deadline``."""
+        """Return the next frame (a batch frame's call frames one by one), or None on EOF; raise
+        TimeoutError past ``deadline``."""
+        if self.batch:
+            return self.batch.pop()
         while True:
             available = len(self.buffer) - self.offset
             if available >= 4:
@@ -84,7 +96,11 @@ class FrameReader:
                 if available >= 4 + size:
                     start = self.offset + 4
                     self.offset = start + size
-                    return parse_frame(self.buffer[start:self.offset])
+                    frame = parse_frame(self.buffer[start:self.offset])
+                    if frame["k"] != "calls":
+                        return frame
+                    self.batch = batch_frames(frame)
+                    return self.batch.pop()
             if self.closed:
                 return None
             remaining = deadline - time.monotonic()
@@ -101,17 +117,50 @@ class FrameReader:
             self.buffer += chunk
 
 
+class Progress:
+    """A shared page where a worker publishes the call it is in and when it began (``worker.py``
+    ``published_progress``): a worker sends results in batches, so after it dies or overruns this says which
+    call did it. The worker (and so its candidate) can write any bytes there: ``WorkerSession`` checks every
+    value it reads, and the page is sealed, so that no one can shrink it under the harness's mapping."""
+
+    LAYOUT = struct.Struct("=qd")  # call index (-1 before the first), time.monotonic() when it began
+
+    def __init__(self) -> None:
+        self.fd = os.memfd_create("codea1-progress", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, PROGRESS_BYTES)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            self.page = mmap.mmap(self.fd, PROGRESS_BYTES)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.LAYOUT.pack_into(self.page, 0, -1, 0.0)
+
+    def call(self) -> int:
+        return self.LAYOUT.unpack_from(self.page, 0)[0]
+
+    def began(self) -> float:
+        return self.LAYOUT.unpack_from(self.page, 0)[1]
+
+    def close(self) -> None:
+        self.page.close()
+        os.close(self.fd)
+
+
 class WorkerSession:
     """One worker process running from call ``start`` onwards: forked from the level's template where
     there is one (``forkserver.py``), else a fresh interpreter wrapped by the isolation level."""
 
-    def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path]):
+    def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path],
+                 stop: int | None = None):
+        self.started = time.monotonic()
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         self.tmp_layers = None
         try:
             if private_tmp.wanted(limits.isolation, limits.grants):
                 self.tmp_layers = tempfile.mkdtemp(prefix="codea1_tmp_")
             landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
+            self.progress = Progress()
         except BaseException:
             self._remove_folders()
             raise
@@ -122,7 +171,8 @@ class WorkerSession:
             "calls": list(program.calls) if program.calls is not None else None,
             "script": program.script, "time_limits": list(program.time_limits),
             "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
-            "start": start, "landlock": landlock, "private_tmp": self.tmp_layers,
+            "start": start, "stop": program.n_calls if stop is None else stop, "landlock": landlock,
+            "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
         }
         self.stderr = tempfile.TemporaryFile()
         self.cgroup = PidsCgroup.create(limits.max_processes)
@@ -137,6 +187,7 @@ class WorkerSession:
         except BaseException:  # no worker: leave nothing of this session behind
             os.close(read_fd)
             self.stderr.close()
+            self.progress.close()
             if self.cgroup is not None:
                 self.cgroup.kill_all()
             self._remove_folders()
@@ -166,7 +217,7 @@ class WorkerSession:
         command = make_isolation(isolation).wrap(command, self.workdir, hidden, [WORKER_SCRIPT.parents[1]])
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr,
-            pass_fds=(write_fd,), cwd=self.workdir, env=scrubbed_env(self.workdir),
+            pass_fds=(write_fd, self.progress.fd), cwd=self.workdir, env=scrubbed_env(self.workdir),
             start_new_session=True, close_fds=True,
         )
         return self.process.stdin
@@ -174,13 +225,26 @@ class WorkerSession:
     def _start_forked(self, template: Template, write_fd: int):
         job_read, job_write = os.pipe()
         try:
-            self.process = template.fork(self.workdir, job_read, write_fd, self.stderr.fileno())
+            self.process = template.fork(self.workdir, job_read, write_fd, self.stderr.fileno(), self.progress.fd)
         except BaseException:
             os.close(job_write)
             raise
         finally:
             os.close(job_read)
         return os.fdopen(job_write, "wb")
+
+    def call_in_progress(self, first: int, stop: int) -> int:
+        """The call the worker said it is in (``Progress``), if that is one from ``first`` to ``stop - 1``; else
+        ``first`` (the worker wrote nothing after it, or wrote nonsense)."""
+        current = self.progress.call()
+        return current if first <= current < stop else first
+
+    def call_began(self, index: int) -> float:
+        """When (time.monotonic) the worker said call ``index`` began; the past-most sane value otherwise."""
+        call, began = self.progress.call(), self.progress.began()
+        if call != index or not self.started <= began <= time.monotonic():
+            return self.started
+        return began
 
     def startup_error(self) -> str:
         self.stderr.seek(0)
@@ -193,6 +257,7 @@ class WorkerSession:
             self.process.release()
         os.close(self.reader.fd)
         self.stderr.close()
+        self.progress.close()
         self._remove_folders()
 
     def _remove_folders(self) -> None:

@@ -14,20 +14,20 @@ import socket
 import struct
 import sys
 
-TEMPLATE_PRELOAD = ("hashlib", "re", "collections", "itertools", "functools", "heapq", "bisect",
+TEMPLATE_PRELOAD = ("mmap", "hashlib", "re", "collections", "itertools", "functools", "heapq", "bisect",
                     "string", "operator", "typing", "fractions", "decimal")
 """Modules a template imports once so its workers start with them: stateless ones candidates and the worker
 use often (never ``random`` or ``tempfile``, whose state every worker must draw afresh)."""
 
 
-def preopen(worker, paths):
-    """Open ``paths`` (O_PATH) into ``worker.PREOPENED`` for every later fork's Landlock rules."""
+def preopen(confinement, paths):
+    """Open ``paths`` (O_PATH) into ``confinement.PREOPENED`` for every later fork's Landlock rules."""
     for path in paths:
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue
-        worker.PREOPENED[path] = (fd, os.fstat(fd).st_mode & 0o170000 == 0o040000)
+        confinement.PREOPENED[path] = (fd, os.fstat(fd).st_mode & 0o170000 == 0o040000)
 
 
 def warm_up(worker, preopened_paths):
@@ -36,8 +36,9 @@ def warm_up(worker, preopened_paths):
     JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these objects."""
     for name in TEMPLATE_PRELOAD:
         __import__(name)
-    worker.libc_calls()
-    preopen(worker, preopened_paths)
+    confinement = worker.confinement()
+    confinement.libc_calls()
+    preopen(confinement, preopened_paths)
     compile("", "<warm-up>", "exec")
     json.dumps({"k": "hello"})
     gc.freeze()
@@ -52,7 +53,7 @@ _exit = os._exit  # bound now: candidate code in a forked worker could replace o
 
 def serve(worker, control_fd, preopened_paths):
     """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone): ``F`` + a folder
-    with three file descriptors (job pipe, result pipe, stderr) forks a worker running ``worker.main``
+    with four file descriptors (job pipe, result pipe, stderr, progress page) forks a worker running ``worker.main``
     there and replies with its pid, or -errno; ``R`` + a pid releases a worker (no reply). Released
     workers are reaped here (so their CPU time counts among the template's children's)."""
     warm_up(worker, preopened_paths)
@@ -60,7 +61,7 @@ def serve(worker, control_fd, preopened_paths):
     signal.signal(signal.SIGCHLD, _reap_released)
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(control, 4096, 3)
+            message, fds, _, _ = socket.recv_fds(control, 4096, 4)
         except OSError:
             return
         if not message:
@@ -102,7 +103,7 @@ def _run_forked(worker, control, workdir, fds):
         control.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
-        job_fd, result_fd, stderr_fd = fds
+        job_fd, result_fd, stderr_fd, progress_fd = fds
         os.dup2(stderr_fd, 2)
         os.close(stderr_fd)
         os.chdir(workdir)
@@ -110,7 +111,7 @@ def _run_forked(worker, control, workdir, fds):
         sys.argv[:] = [worker.__file__, str(result_fd)]  # what a fresh worker's candidate sees
         with os.fdopen(job_fd, "rb") as job_stream:
             job = pickle.load(job_stream)
-        worker.main(result_fd, job)
+        worker.main(result_fd, job, progress_fd)
         status = 0
     except BaseException:
         try:

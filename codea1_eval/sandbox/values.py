@@ -146,6 +146,16 @@ def parse_frame(raw: bytes | bytearray) -> dict:
     return frame
 
 
+def batch_frames(frame: dict) -> list[dict]:
+    """The call frames of a batch frame ``{"k": "calls", "r": [frame, ...]}``, last first (popped in order);
+    ProtocolViolation unless it holds one or more objects."""
+    calls = frame.get("r")
+    if not isinstance(calls, list) or not calls or not all(type(call) is dict for call in calls):
+        raise ProtocolViolation("batch frame without call frames")
+    calls.reverse()
+    return calls
+
+
 def encode_value(value: Any) -> Any:
     """The tagged JSON data that ``decode`` reads back into ``value`` (a value the worker sent, decoded:
     builtins, numpy values, ``Opaque`` and ``Digest``), for records the harness keeps on disk as plain

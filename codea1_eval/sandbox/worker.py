@@ -8,13 +8,16 @@ never imports the harness: ``python -I -S worker.py RESULT_FD`` is one worker in
 Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets
 (parent -> child data is trusted):
 ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
-"time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int,
-"landlock": {...} | None, "private_tmp": folder | None}`` (see ``confine`` and ``private_tmp.py``).
+"time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int,
+"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int}`` (see ``confine.py``,
+``private_tmp.py`` and ``session.Progress``); the worker runs calls ``start`` to ``stop - 1``.
 The child answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT
 trusted; the parent validates every frame):
-``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then one
-``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` per call.
-Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never enter
+``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls'
+``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent in batches
+as ``{"k": "calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a
+large value's digest. Before each call the worker writes the call's index and start time on the progress
+page. Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never enter
 this process, so a forged frame gains nothing unless it carries the right answer.
 """
 
@@ -23,13 +26,14 @@ import marshal
 import math
 import os
 import pickle
-import resource
 import signal
 import struct
 import sys
 import time
 
 MAX_INT_BITS_AS_JSON = 53
+JSON_INT_BOUND = 1 << MAX_INT_BITS_AS_JSON
+"""Ints strictly between -JSON_INT_BOUND and JSON_INT_BOUND (bit_length <= 53) travel as JSON numbers."""
 ENCODE_NODE_BUDGET = 200_000
 
 
@@ -124,11 +128,14 @@ class Channel:
     def __init__(self, fd):
         self.fd = fd
         self.write = os.write
-        self.dumps = json.dumps
         self.pack = struct.pack
+        self.to_json = _json_encoder()
 
     def send(self, frame):
-        data = self.dumps(frame, allow_nan=False).encode()
+        self.send_text(self.to_json(frame))
+
+    def send_text(self, text):
+        data = text.encode()
         payload = self.pack(">I", len(data)) + data
         view = memoryview(payload)
         while view:
@@ -136,109 +143,109 @@ class Channel:
             view = view[written:]
 
 
-def apply_limits(limits):
-    """Apply rlimits (clipped to the hard limits) inside the worker. CPU time also gets a hard limit one
-    second above: SIGXCPU at the soft one can be ignored, the SIGKILL at the hard one cannot (a worker
-    whose harness was killed would otherwise spin on)."""
-    for name, value in limits.items():
-        resource_id = getattr(resource, name)
-        _, hard = resource.getrlimit(resource_id)
-        if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
-            value = hard
-        if name == "RLIMIT_CPU" and value != resource.RLIM_INFINITY:
-            hard = value + 1 if hard == resource.RLIM_INFINITY else min(hard, value + 1)
-        try:
-            resource.setrlimit(resource_id, (value, hard))
-        except (ValueError, OSError):
-            pass
+def _json_encoder():
+    """``json.dumps(frame, allow_nan=False)`` with compact separators, made once: ``json.dumps`` builds a new
+    encoder on every call (~2 of its ~3 us for a call's frame). Frames are built by ``encode`` and hold no
+    cycles, so the encoder skips the cycle check."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
+    iterencode = make(None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    join = "".join
+    return lambda frame: join(iterencode(frame, 0))
 
 
-LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
-"""Landlock rights that apply to a file (execute, write, read, truncate, device ioctl); the rest are a folder's."""
-LANDLOCK_READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read a file, read a folder
-LANDLOCK_DEVICE = (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)  # write, read, truncate, ioctl
-LANDLOCK_NO_DEVICE_NODES = ~((1 << 6) | (1 << 11))  # never make character or block devices
+BATCH_CALLS = 256
+BATCH_WINDOW_S = 0.05
 
 
-_LIBC_CALLS = []
+class Results:
+    """Call results on their way to the parent, sent together as one ``{"k": "calls", "r": [...]}`` frame once
+    BATCH_CALLS are held or the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm``
+    during a long one), before a "digesting" frame and at the end: one write and one parse per batch. Results
+    a dying worker still held are lost; the parent runs those calls again (``published_progress``)."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        self.held = []
+        self.since = 0.0
+
+    def add(self, frame):
+        text = self.channel.to_json(frame)  # here, so an unserialisable value is this call's error
+        if not self.held:
+            self.since = time.monotonic()
+        self.held.append(text)
+        if len(self.held) >= BATCH_CALLS or time.monotonic() - self.since >= BATCH_WINDOW_S:
+            self.flush()
+
+    def flush(self):
+        if self.held:
+            held, self.held = self.held, []
+            self.channel.send_text('{"k":"calls","r":[' + ",".join(held) + "]}")
 
 
-def libc_calls():
-    """``syscall``, ``prctl`` and ``get_errno`` through ``_ctypes`` (set up once: ~0.4 ms; a template does
-    it before forking)."""
-    if not _LIBC_CALLS:
-        import _ctypes
+class CallAlarm:
+    """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it
+    would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come
+    during a call within its limit (an earlier call's limit, a batch to send): the handler then returns, and
+    Python resumes any system call it interrupted (PEP 475)."""
 
-        class Function(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    def __init__(self, results):
+        self.results = results
+        self.deadline = None  # time.monotonic() at which the running call is out of time; None between calls
+        self.armed = None  # time.monotonic() at which the timer fires; None while it is off
+        self.clock = time.monotonic  # the parent's clock: the call's start is published
+        self.set_timer = signal.setitimer
+        signal.signal(signal.SIGALRM, self.on_alarm)
 
-        class Libc:
-            _handle = _ctypes.dlopen(None, 0)
+    def start(self, limit):
+        """Just before a call (or the program's load) that may run ``limit`` seconds; returns the time now."""
+        now = self.clock()
+        self.deadline = due = now + max(limit, 1e-3)
+        if self.results.held:
+            due = min(due, self.results.since + BATCH_WINDOW_S)
+        if self.armed is None or self.armed > due:
+            self._arm(due, now)
+        return now
 
-        _LIBC_CALLS.extend([Function(("syscall", Libc)), Function(("prctl", Libc)), _ctypes.get_errno])
-    return _LIBC_CALLS
+    def stop(self):
+        self.deadline = None
 
+    def disarm(self):
+        self.set_timer(signal.ITIMER_REAL, 0)
+        self.armed = None
 
-PREOPENED = {}
-"""path -> (O_PATH descriptor, is a folder): the policy's fixed paths, opened once by a template
-(``template.preopen``; opening 40 paths costs a worker ~0.7 ms), closed by each worker before its candidate runs."""
+    def _arm(self, due, now):
+        self.set_timer(signal.ITIMER_REAL, max(due - now, 1e-6))
+        self.armed = due
 
-
-def close_preopened():
-    while PREOPENED:
-        os.close(PREOPENED.popitem()[1][0])
-
-
-def confine(policy):
-    """Restrict this process and its future children with Landlock (``policy`` from the harness's
-    ``sandbox/landlock.py``): read ``policy["read"]``, read and write ``policy["devices"]``, everything
-    but device nodes inside ``policy["write"]``; from ABI 4 no TCP bind or connect (unless
-    ``policy["deny_tcp"]`` is false), from ABI 6 no
-    signals or abstract UNIX sockets outside. Raises OSError if the kernel refuses any step, so that a
-    worker promised to be confined never runs a candidate unconfined. Uses ``_ctypes`` directly
-    (``import ctypes`` costs a worker ~5 ms, ``_ctypes`` ~1 ms); every argument is a small
-    non-negative int or a bytes buffer, which it passes as a C int or a pointer."""
-    syscall, prctl, get_errno = libc_calls()
-
-    def check(result, step):
-        if result < 0:
-            errno = get_errno()
-            raise OSError(errno, f"landlock {step}: {os.strerror(errno)}")
-        return result
-
-    abi = policy["abi"]
-    handled = (1 << (13 if abi == 1 else 14 if abi == 2 else 15 if abi < 5 else 16)) - 1
-    network = 0b11 if abi >= 4 and policy["deny_tcp"] else 0  # bind and connect TCP
-    scoped = 0b11 if abi >= 6 else 0  # abstract UNIX sockets and signals
-    attributes = struct.pack("=QQQ", handled, network, scoped)[:8 if abi < 4 else 16 if abi < 6 else 24]
-    ruleset = check(syscall(444, attributes, len(attributes), 0), "create_ruleset")
-    rules = ([(path, LANDLOCK_READ) for path in policy["read"]]
-             + [(path, LANDLOCK_DEVICE) for path in policy["devices"]]
-             + [(path, handled & LANDLOCK_NO_DEVICE_NODES) for path in policy["write"]])
-    try:
-        for path, rights in rules:
-            fd, is_folder = PREOPENED.pop(path, (None, None))
-            try:
-                if fd is None:
-                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-                    is_folder = os.fstat(fd).st_mode & 0o170000 == 0o040000
-            except OSError:
-                continue  # a folder this machine does not have
-            try:
-                if not is_folder:
-                    rights &= LANDLOCK_FILE_RIGHTS
-                rule = struct.pack("=Qi", rights & handled, fd)
-                check(syscall(445, ruleset, 1, rule, 0), f"add_rule {path}")
-            finally:
-                os.close(fd)
-        check(prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
-        check(syscall(446, ruleset, 0), "restrict_self")
-    finally:
-        os.close(ruleset)
+    def on_alarm(self, signum, frame):
+        self.armed = None
+        deadline = self.deadline
+        if deadline is None:
+            return  # between calls: the next one arms the timer as it needs
+        now = self.clock()
+        if now >= deadline:
+            raise CallTimeout()
+        results = self.results
+        if results.held and now >= results.since + BATCH_WINDOW_S:
+            results.flush()
+            spent = self.clock() - now  # a pipe the parent has not emptied yet may block: not the call's time
+            self.deadline = deadline = deadline + spent
+            now += spent
+        self._arm(min(deadline, results.since + BATCH_WINDOW_S) if results.held else deadline, now)
 
 
-def _on_alarm(signum, frame):
-    raise CallTimeout()
+_CONFINEMENT = []
+
+
+def confinement():
+    """What confines a worker before its candidate runs (``confine.py`` beside this script: Landlock,
+    rlimits, stdio), loaded once: a template loads it before forking, with the policy's fixed paths opened
+    (``PREOPENED``) for its workers."""
+    if not _CONFINEMENT:
+        _CONFINEMENT.append(sibling("confine"))
+    return _CONFINEMENT[0]
 
 
 def _describe(exc):
@@ -246,21 +253,6 @@ def _describe(exc):
         return f"{type(exc).__name__}: {exc}"[:500]
     except BaseException:
         return type(exc).__name__
-
-
-def _run_timed(func, limit):
-    signal.setitimer(signal.ITIMER_REAL, max(limit, 1e-3))
-    try:
-        return func()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def _silence_stdio():
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 class _LazySite:
@@ -303,18 +295,33 @@ def sibling(name):
     return module
 
 
-def main(result_fd, job):
-    """Run one job, answering on ``result_fd``."""
+def published_progress(progress_fd):
+    """Where this worker says which call it is in and when it began (time.monotonic), before running it: the
+    parent's ``session.Progress`` page, two one-item views (index, time) to store into."""
+    import mmap
+
+    page = mmap.mmap(progress_fd, 16)
+    os.close(progress_fd)
+    view = memoryview(page)
+    return view[0:8].cast("q"), view[8:16].cast("d")
+
+
+def main(result_fd, job, progress_fd=None):
+    """Run one job, answering on ``result_fd`` and publishing the call in progress on ``progress_fd`` (a forked
+    worker's, from its template; a fresh worker inherits the harness's, numbered in the job)."""
     channel = Channel(result_fd)
+    call_index, call_began = published_progress(job["progress_fd"] if progress_fd is None else progress_fd)
     if job["private_tmp"] is not None:
         sibling("private_tmp").isolate_tmp(job["private_tmp"])
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
+    confining = confinement()
     if job["landlock"] is not None:
-        confine(job["landlock"])
-    close_preopened()
-    _silence_stdio()
-    apply_limits(job["limits"])
-    signal.signal(signal.SIGALRM, _on_alarm)
+        confining.confine(job["landlock"])
+    confining.close_preopened()
+    confining.silence_stdio()
+    confining.apply_limits(job["limits"])
+    results = Results(channel)
+    alarm = CallAlarm(results)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     sys.set_int_max_str_digits(0)
     channel.send({"k": "hello"})
@@ -326,7 +333,11 @@ def main(result_fd, job):
     sys.modules["__main__"] = candidate
     namespace = candidate.__dict__
     try:
-        _run_timed(lambda: exec(compile(job["code"], "<candidate>", "exec"), namespace), job["load_time_limit"])
+        alarm.start(job["load_time_limit"])
+        try:
+            exec(compile(job["code"], "<candidate>", "exec"), namespace)
+        finally:
+            alarm.stop()
         function = namespace[job["entry_point"]] if job["entry_point"] else None
     except CallTimeout:
         channel.send({"k": "load", "s": "timeout", "e": "program load timed out"})
@@ -340,34 +351,42 @@ def main(result_fd, job):
         calls = [None]
     else:
         calls = job["calls"]
-    perf_counter = time.perf_counter
-    time_limits = job["time_limits"]
-    for index in range(job["start"], len(calls)):
-        started = perf_counter()
+    clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
+    time_limits, script = job["time_limits"], job["script"]
+    for index in range(job["start"], job["stop"]):
         try:
-            if job["script"] is not None:
-                value = _run_timed(lambda: exec(job["script"], namespace), time_limits[index])
-            else:
-                arguments = calls[index]
-                value = _run_timed(lambda: function(*arguments), time_limits[index])
-            elapsed = perf_counter() - started
+            started = start(time_limits[index])
+            call_index[0], call_began[0] = index, started
             try:
-                encoded = encode(value)
-            except ValueTooLarge:
-                channel.send({"k": "digesting", "i": index})
-                encoded = digest(value)
+                value = exec(script, namespace) if script is not None else function(*calls[index])
+            finally:
+                stop()
+            elapsed = clock() - started
+            kind = kind_of(value)
+            if (kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is str or value is None
+                    or kind is bool or kind is float and value - value == 0.0):  # encode()'s plain cases (finite)
+                encoded = value
+            else:
+                try:
+                    encoded = encode(value)
+                except ValueTooLarge:
+                    results.flush()
+                    channel.send({"k": "digesting", "i": index})
+                    encoded = digest(value)
             frame = {"k": "call", "i": index, "s": "ok", "v": encoded, "t": elapsed}
         except CallTimeout:
-            frame = {"k": "call", "i": index, "s": "timeout", "t": perf_counter() - started}
+            frame = {"k": "call", "i": index, "s": "timeout", "t": clock() - started}
         except AssertionError as exc:
-            frame = {"k": "call", "i": index, "s": "fail", "e": _describe(exc), "t": perf_counter() - started}
+            frame = {"k": "call", "i": index, "s": "fail", "e": _describe(exc), "t": clock() - started}
         except BaseException as exc:
-            frame = {"k": "call", "i": index, "s": "error", "e": _describe(exc), "t": perf_counter() - started}
+            frame = {"k": "call", "i": index, "s": "error", "e": _describe(exc), "t": clock() - started}
         try:
-            channel.send(frame)
+            results.add(frame)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
-            channel.send({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
-                          "t": frame.get("t", 0.0)})
+            results.add({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
+                         "t": frame.get("t", 0.0)})
+    alarm.disarm()
+    results.flush()
 
 
 if __name__ == "__main__":

@@ -51,3 +51,64 @@ def test_cpu_time_has_a_hard_limit_that_sigxcpu_cannot_escape():
     code = "import resource\ndef limits():\n    return list(resource.getrlimit(resource.RLIMIT_CPU))\n"
     soft, hard = run_program(Program(code, "limits", calls=[()], time_limits=[2.0])).calls[0].value
     assert soft > 2 and hard == soft + 1
+
+
+CRASHES_AT_5 = "import os\ndef f(x):\n    if x == 5:\n        os._exit(3)\n    return x * 10\n"
+BLOCKS_THE_ALARM_AT_3 = """
+import signal
+def f(x):
+    if x == 3:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        while True:
+            pass
+    return x
+"""
+
+
+def test_a_worker_that_dies_holding_unsent_results_costs_only_its_own_call():
+    """Workers send results in batches, so one can die holding results of calls before the one it dies in. That
+    call (which the worker published on its progress page before running it) gets the crash; the calls before
+    it run again on a fresh worker, and the calls after it on the next one, as after any crash."""
+    program = Program(CRASHES_AT_5, "f", calls=[(i,) for i in range(10)], time_limits=[1.0] * 10)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned"] * 5 + ["crash"] + ["returned"] * 4
+    assert [c.value for c in result.calls] == [0, 10, 20, 30, 40, None, 60, 70, 80, 90]
+    assert result.calls[5].error == "worker died during the call"
+    assert result.workers <= 3  # 3 where calls 0-4 were still unsent when the worker died (the usual case)
+
+
+def test_a_hard_deadline_falls_on_the_call_the_worker_is_in():
+    """Call 3 blocks SIGALRM, so only the parent's hard deadline ends it, while calls 0-2 may still be held in
+    the worker: the timeout is call 3's alone, and calls 0-2 keep their values."""
+    program = Program(BLOCKS_THE_ALARM_AT_3, "f", calls=[(i,) for i in range(6)], time_limits=[0.5] * 6)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned"] * 3 + ["timeout"] + ["returned"] * 2
+    assert [c.value for c in result.calls] == [0, 1, 2, None, 4, 5]
+    assert result.calls[3].error == "hard deadline: worker killed"
+
+
+FORGES_ITS_PROGRESS_THEN_DIES = """
+import mmap, os, struct
+def f(x):
+    if x == 1:
+        for fd in os.listdir('/proc/self/fd'):
+            if os.path.realpath('/proc/self/fd/' + fd).startswith('/memfd:'):
+                try:
+                    os.ftruncate(int(fd), 0)
+                except OSError:
+                    pass
+                page = mmap.mmap(int(fd), 16)
+                page[:16] = struct.pack('=qd', 10 ** 9, -1.0)
+        os._exit(3)
+    return x
+"""
+
+
+def test_a_forged_progress_page_is_ignored_and_cannot_be_shrunk():
+    """The candidate can write the page that says which call its worker is in: nonsense there is ignored (the
+    crash stays on the call the parent was waiting for), and the sealed page cannot shrink under the parent."""
+    program = Program(FORGES_ITS_PROGRESS_THEN_DIES, "f", calls=[(i,) for i in range(4)], time_limits=[1.0] * 4)
+    result = run_program(program)
+    assert [c.status for c in result.calls][1:] == ["crash", "returned", "returned"]
+    assert [c.value for c in result.calls][2:] == [2, 3]
+    assert result.calls[0].status in ("returned", "crash")  # call 0 was unsent when the worker died (usually)

@@ -57,8 +57,9 @@ def test_a_forked_worker_starts_as_a_fresh_one(monkeypatch, tmp_path):
         assert seen["own_session"] is True
         assert seen["sigchld_default"] is True
         assert seen["argv"] == ["worker.py", True, 2] and seen["path"] == fresh["path"]
-    # fds 0-2 on /dev/null and the result pipe: no socket or pipe of the template's, nor its job pipe
-    assert forked[0]["open"] == forked[1]["open"] == fresh["open"] == ["/dev/null"] * 3 + ["pipe"]
+    # fds 0-2 on /dev/null, the progress page and the result pipe: no socket or pipe of the template's, nor its
+    # job pipe (the page's descriptor is the one ``mmap`` keeps; the page is sealed at 16 bytes)
+    assert forked[0]["open"] == forked[1]["open"] == fresh["open"] == ["/dev/null"] * 3 + ["/memfd", "pipe"]
     assert forked[0]["random"] != forked[1]["random"]
 
 
