@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from codea1_eval.sandbox import engine, session
-from codea1_eval.sandbox.values import Digest, Opaque, ProtocolViolation, decode, parse_frame
+from codea1_eval.sandbox.values import Digest, Opaque, ProtocolViolation, batch_frames, decode, parse_frame
 
 
 def _load_worker():
@@ -352,6 +352,13 @@ def test_well_formed_frame_parses():
     assert parse_frame(b'{"k": "call", "i": 0}') == {"k": "call", "i": 0}
 
 
+@pytest.mark.parametrize("batch", [{"k": "calls"}, {"k": "calls", "r": []}, {"k": "calls", "r": {"i": 0}},
+                                   {"k": "calls", "r": [{"k": "call"}, 3]}])
+def test_a_batch_frame_without_call_frames_is_a_protocol_violation(batch):
+    with pytest.raises(ProtocolViolation, match="batch frame"):
+        batch_frames(batch)
+
+
 # --------------------------------------------------------------------------------------------------
 # The whole path on a pipe: worker Channel -> engine frame reader -> call result.
 
@@ -367,6 +374,24 @@ def test_value_through_channel_frame_reader_and_call_result():
         assert type(result.value["n"]) is np.int32
         with pytest.raises(ProtocolViolation, match="unexpected frame"):
             engine._call_result(frame, 5)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_a_batch_of_results_through_the_pipe_comes_out_call_by_call():
+    """The worker's Results hold calls and send them as one frame; the frame reader gives them back one by one."""
+    read_fd, write_fd = os.pipe()
+    try:
+        results = worker.Results(worker.Channel(write_fd))
+        for index, value in enumerate([7, "seven", [7.5, None]]):
+            results.add({"k": "call", "i": index, "s": "ok", "v": worker.encode(value), "t": 0.5})
+        results.flush()
+        reader = session.FrameReader(read_fd)
+        calls = [engine._call_result(reader.next_frame(time.monotonic() + 5), index) for index in range(3)]
+        assert [(c.status, c.value) for c in calls] == [(engine.RETURNED, 7), (engine.RETURNED, "seven"),
+                                                        (engine.RETURNED, [7.5, None])]
+        assert reader.batch == [] and not results.held
     finally:
         os.close(read_fd)
         os.close(write_fd)
