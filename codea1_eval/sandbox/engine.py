@@ -50,16 +50,17 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     """Execute ``program`` in fresh sandboxed worker(s); never raises for anything the code does."""
     began = time.monotonic()
     total_deadline = began + program.total_time_limit if program.total_time_limit else float("inf")
-    results: list[CallResult | None] = [None] * program.n_calls
+    n_calls = program.n_calls
+    results: list[CallResult | None] = [None] * n_calls
     next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
     status, error = OK, None
     while True:
-        while next_call < program.n_calls and results[next_call] is not None:  # decided where a worker was LOST
+        while next_call < n_calls and results[next_call] is not None:  # decided where a worker was LOST
             next_call = _next_call(program, next_call, results)
-        if next_call >= program.n_calls and workers > 0:
+        if next_call >= n_calls and workers > 0:
             break
         stop = next_call  # a worker runs the calls from next_call up to the next decided one
-        while stop < program.n_calls and (stop == next_call or results[stop] is None):
+        while stop < n_calls and (stop == next_call or results[stop] is None):
             stop += 1
         try:
             session = WorkerSession(program, limits, next_call, list(hidden), stop)

@@ -148,8 +148,9 @@ class Progress:
 
 
 class WorkerSession:
-    """One worker process running from call ``start`` onwards: forked from the level's template where
-    there is one (``forkserver.py``), else a fresh interpreter wrapped by the isolation level."""
+    """One worker process running calls ``start`` to ``stop - 1`` (to the end by default): forked from the
+    level's template where there is one (``forkserver.py``), else a fresh interpreter wrapped by the
+    isolation level."""
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path],
                  stop: int | None = None):
