@@ -27,8 +27,12 @@ STARTUP_TIMEOUT_S = 60.0
 DIGEST_TIME_S = 120.0
 SANDBOX_RETRIES = 2
 LOST = "lost"
-"""A worker that sends results in batches died or overran in a call after results it had not sent yet:
-that call keeps its CRASH or TIMEOUT, and the calls before it are run again on a fresh worker."""
+"""A worker that sends results in batches died in a call after results it had not sent yet: that call keeps its
+CRASH, and the calls before it are run again on a fresh worker."""
+UNSENT = "unsent"
+"""A batching worker overran a deadline while past calls whose results it had not sent: they run again on a
+worker that sends each result at once, so that every hard deadline counts from its own call (what a worker
+says about where it is cannot stretch one)."""
 
 
 def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
@@ -53,17 +57,21 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     n_calls = program.n_calls
     results: list[CallResult | None] = [None] * n_calls
     next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
-    status, error = OK, None
+    status, error, batched = OK, None, True
     while True:
-        while next_call < n_calls and results[next_call] is not None:  # decided where a worker was LOST
+        while next_call < n_calls and results[next_call] is not None:  # a crash decided where a worker was LOST
+            crashes += 1
             next_call = _next_call(program, next_call, results)
+        if crashes > limits.max_worker_restarts:
+            _fill(results, next_call, CRASH, "too many worker crashes; remaining calls not run")
+            break
         if next_call >= n_calls and workers > 0:
             break
         stop = next_call  # a worker runs the calls from next_call up to the next decided one
         while stop < n_calls and (stop == next_call or results[stop] is None):
             stop += 1
         try:
-            session = WorkerSession(program, limits, next_call, list(hidden), stop)
+            session = WorkerSession(program, limits, next_call, list(hidden), stop, batched)
         except OSError as exc:  # no fork, no pipe, no interpreter: retried like a worker that did not greet
             sandbox_failures += 1
             if sandbox_failures > SANDBOX_RETRIES:
@@ -94,8 +102,8 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
         if kind == TOTAL_TIMEOUT:
             _fill(results, next_call, TIMEOUT, "total time limit exceeded")
             break
-        if kind == LOST:  # ``detail`` crashed or overran after calls whose results were lost with the worker
-            kind = results[detail].status
+        if kind == UNSENT:
+            batched = False
         if kind == CRASH:
             crashes += 1
             if crashes > limits.max_worker_restarts:
@@ -118,8 +126,8 @@ def _phase_frame(reader: "FrameReader", deadline: float, total_deadline: float):
 def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int, stop: int,
            results: list, total_deadline: float) -> tuple[str, int, Any]:
     """Run one worker until it finishes call ``stop - 1``, dies or overruns. Returns (outcome, next call,
-    detail); LOST (detail: the call that crashed or overran, its result stored) where the worker died
-    holding results of calls after ``next call`` that it had not sent yet."""
+    detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
+    that it had not sent yet (LOST: a later call's CRASH is stored)."""
     reader = session.reader
     frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, total_deadline)
     if frame == TOTAL_TIMEOUT:
@@ -149,8 +157,8 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
         outcome, stored = _await_call(session, program, limits, index, stop, results, total_deadline)
         if outcome == TOTAL_TIMEOUT:
             return outcome, index, None
-        if outcome == LOST:
-            return LOST, index, stored
+        if outcome in (LOST, UNSENT):
+            return outcome, index, stored
         following = _next_call(program, index, results)
         if outcome != OK:
             return outcome, following, None
@@ -162,33 +170,28 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
 
 def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits, index: int, stop: int,
                 results: list, total_deadline: float) -> tuple[str, int]:
-    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH, LOST or TOTAL_TIMEOUT, and the
-    call whose result was stored (``index``, or the later call in progress where LOST).
-    A worker that sends results in batches may be in a later call (``call_in_progress``): its hard
-    deadline is that call's, and if it dies or overruns there, that call gets the CRASH or TIMEOUT (LOST)."""
+    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH, LOST, UNSENT or TOTAL_TIMEOUT,
+    and the call whose result was stored (``index``, or the later call a batching worker died in: LOST).
+    A batching worker may be in a later call (``call_in_progress``) with results unsent: if it dies there,
+    that call gets the CRASH; if it overruns ``index``'s deadline there, nothing is stored (UNSENT)."""
     reader = session.reader
     if reader.batch:  # the rest of a batch frame: here already
         frame = reader.batch.pop()
     else:
-        deadline = time.monotonic() + program.time_limits[index] + limits.grace_s
-        while True:
-            try:
-                frame = reader.next_frame(min(deadline, total_deadline))
-                break
-            except TimeoutError:
-                if time.monotonic() >= total_deadline:
-                    return TOTAL_TIMEOUT, index
-                current = session.call_in_progress(index, stop)
-                later = session.call_began(current) + program.time_limits[current] + limits.grace_s
-                if current > index and later > deadline:
-                    deadline = later  # the worker is past ``index``: wait out the call it is in
-                    continue
-                results[current] = CallResult(TIMEOUT, error="hard deadline: worker killed",
-                                              duration=program.time_limits[current] + limits.grace_s)
-                return (LOST if current > index else TIMEOUT), current
-            except ProtocolViolation as exc:
-                results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-                return CRASH, index
+        try:
+            frame = reader.next_frame(min(time.monotonic() + program.time_limits[index] + limits.grace_s,
+                                          total_deadline))
+        except TimeoutError:
+            if time.monotonic() >= total_deadline:
+                return TOTAL_TIMEOUT, index
+            if session.call_in_progress(index, stop) > index:
+                return UNSENT, index
+            results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
+                                        duration=program.time_limits[index] + limits.grace_s)
+            return TIMEOUT, index
+        except ProtocolViolation as exc:
+            results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+            return CRASH, index
     if frame is None:
         current = session.call_in_progress(index, stop)
         results[current] = CallResult(CRASH, error="worker died during the call")

@@ -27,7 +27,7 @@ from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
-PROGRESS_BYTES = 16
+PROGRESS_BYTES = 8
 _FRAME_SIZE = struct.Struct(">I")
 
 
@@ -118,12 +118,12 @@ class FrameReader:
 
 
 class Progress:
-    """A shared page where a worker publishes the call it is in and when it began (``worker.py``
-    ``published_progress``): a worker sends results in batches, so after it dies or overruns this says which
-    call did it. The worker (and so its candidate) can write any bytes there: ``WorkerSession`` checks every
-    value it reads, and the page is sealed, so that no one can shrink it under the harness's mapping."""
+    """A shared page where a batching worker publishes the index of the call it is in (``worker.py``
+    ``published_progress``), so that after it dies this says which call did it while earlier results were
+    still unsent. The worker (and so its candidate) can write any bytes there: ``WorkerSession`` checks the
+    value, and the page is sealed, so that no one can shrink it under the harness's mapping."""
 
-    LAYOUT = struct.Struct("=qd")  # call index (-1 before the first), time.monotonic() when it began
+    LAYOUT = struct.Struct("=q")  # the call's index; -1 before the first
 
     def __init__(self) -> None:
         self.fd = os.memfd_create("codea1-progress", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
@@ -134,13 +134,10 @@ class Progress:
         except BaseException:
             os.close(self.fd)
             raise
-        self.LAYOUT.pack_into(self.page, 0, -1, 0.0)
+        self.LAYOUT.pack_into(self.page, 0, -1)
 
     def call(self) -> int:
         return self.LAYOUT.unpack_from(self.page, 0)[0]
-
-    def began(self) -> float:
-        return self.LAYOUT.unpack_from(self.page, 0)[1]
 
     def close(self) -> None:
         self.page.close()
@@ -153,8 +150,8 @@ class WorkerSession:
     isolation level."""
 
     def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path],
-                 stop: int | None = None):
-        self.started = time.monotonic()
+                 stop: int | None = None, batched: bool = True):
+        self.batched = batched
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         self.tmp_layers = None
         try:
@@ -165,6 +162,16 @@ class WorkerSession:
         except BaseException:
             self._remove_folders()
             raise
+        self.stderr = None
+        try:
+            self.stderr = tempfile.TemporaryFile()
+            read_fd, write_fd = os.pipe()
+        except BaseException:
+            if self.stderr is not None:
+                self.stderr.close()
+            self.progress.close()
+            self._remove_folders()
+            raise
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
         job = {
@@ -173,11 +180,9 @@ class WorkerSession:
             "script": program.script, "time_limits": list(program.time_limits),
             "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
             "start": start, "stop": program.n_calls if stop is None else stop, "landlock": landlock,
-            "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
+            "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd, "batch": batched,
         }
-        self.stderr = tempfile.TemporaryFile()
         self.cgroup = PidsCgroup.create(limits.max_processes)
-        read_fd, write_fd = os.pipe()
         self.reader = FrameReader(read_fd)
         try:
             template = template_for(limits.isolation)
@@ -235,17 +240,12 @@ class WorkerSession:
         return os.fdopen(job_write, "wb")
 
     def call_in_progress(self, first: int, stop: int) -> int:
-        """The call the worker said it is in (``Progress``), if that is one from ``first`` to ``stop - 1``; else
-        ``first`` (the worker wrote nothing after it, or wrote nonsense)."""
+        """The call a batching worker said it is in (``Progress``), if that is one from ``first`` to ``stop - 1``;
+        else, or where the worker sends each result at once, ``first``."""
+        if not self.batched:
+            return first
         current = self.progress.call()
         return current if first <= current < stop else first
-
-    def call_began(self, index: int) -> float:
-        """When (time.monotonic) the worker said call ``index`` began; the past-most sane value otherwise."""
-        call, began = self.progress.call(), self.progress.began()
-        if call != index or not self.started <= began <= time.monotonic():
-            return self.started
-        return began
 
     def startup_error(self) -> str:
         self.stderr.seek(0)

@@ -9,14 +9,14 @@ Protocol. The parent writes one pickled job to stdin, or to the job pipe a forke
 (parent -> child data is trusted):
 ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
 "time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int,
-"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int}`` (see ``confine.py``,
+"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "batch": bool}`` (see ``confine.py``,
 ``private_tmp.py`` and ``session.Progress``); the worker runs calls ``start`` to ``stop - 1``.
 The child answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT
 trusted; the parent validates every frame):
 ``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls'
-``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent in batches
-as ``{"k": "calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a
-large value's digest. Before each call the worker writes the call's index and start time on the progress
+``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches
+where ``batch``) as ``{"k": "calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a
+large value's digest. Before each call the worker writes the call's index on the progress
 page. Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never enter
 this process, so a forged frame gains nothing unless it carries the right answer.
 """
@@ -160,33 +160,36 @@ BATCH_WINDOW_S = 0.05
 
 
 class Results:
-    """Call results on their way to the parent, sent together as one ``{"k": "calls", "r": [...]}`` frame once
-    BATCH_CALLS are held or the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm``
-    during a long one), before a "digesting" frame and at the end: one write and one parse per batch. Results
-    a dying worker still held are lost; the parent runs those calls again (``published_progress``)."""
+    """Call results on their way to the parent: each sent as it is made, or (``batched``) sent together as one
+    ``{"k": "calls", "r": [...]}`` frame once BATCH_CALLS are held or the first was held BATCH_WINDOW_S
+    (checked after each call, and by ``CallAlarm`` during a long one), before a "digesting" frame and at the
+    end: one write and one parse per batch. Results a dying worker still held are lost; the parent runs
+    those calls again (``published_progress`` says which call the worker died in)."""
 
-    def __init__(self, channel):
+    def __init__(self, channel, batched):
         self.channel = channel
+        self.limit = BATCH_CALLS if batched else 1
         self.held = []
         self.since = 0.0
+        self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
     def add(self, frame):
         text = self.channel.to_json(frame)  # here, so an unserialisable value is this call's error
         if not self.held:
-            self.since = time.monotonic()
+            self.since = self.clock()
         self.held.append(text)
-        if len(self.held) >= BATCH_CALLS or time.monotonic() - self.since >= BATCH_WINDOW_S:
+        if len(self.held) >= self.limit or self.clock() - self.since >= BATCH_WINDOW_S:
             self.flush()
 
     def flush(self):
-        if self.held:
-            held, self.held = self.held, []
-            self.channel.send_text('{"k":"calls","r":[' + ",".join(held) + "]}")
+        if self.held:  # emptied once sent: a send that fails (near the candidate's limits) keeps them
+            self.channel.send_text('{"k":"calls","r":[' + ",".join(self.held) + "]}")
+            self.held = []
 
 
 class CallAlarm:
-    """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it
-    would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come
+    """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it is
+    off or would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come
     during a call within its limit (an earlier call's limit, a batch to send): the handler then returns, and
     Python resumes any system call it interrupted (PEP 475)."""
 
@@ -194,8 +197,8 @@ class CallAlarm:
         self.results = results
         self.deadline = None  # time.monotonic() at which the running call is out of time; None between calls
         self.armed = None  # time.monotonic() at which the timer fires; None while it is off
-        self.clock = time.monotonic  # the parent's clock: the call's start is published
-        self.set_timer = signal.setitimer
+        self.clock = time.monotonic  # bound now: a candidate may patch the time module
+        self.set_timer, self.get_timer = signal.setitimer, signal.getitimer
         signal.signal(signal.SIGALRM, self.on_alarm)
 
     def start(self, limit):
@@ -204,8 +207,8 @@ class CallAlarm:
         self.deadline = due = now + max(limit, 1e-3)
         if self.results.held:
             due = min(due, self.results.since + BATCH_WINDOW_S)
-        if self.armed is None or self.armed > due:
-            self._arm(due, now)
+        if self.armed is None or self.armed > due or not self.get_timer(signal.ITIMER_REAL)[0]:
+            self._arm(due, now)  # off, too late, or disarmed by the candidate (getitimer: 0.4 us)
         return now
 
     def stop(self):
@@ -296,21 +299,20 @@ def sibling(name):
 
 
 def published_progress(progress_fd):
-    """Where this worker says which call it is in and when it began (time.monotonic), before running it: the
-    parent's ``session.Progress`` page, two one-item views (index, time) to store into."""
+    """Where this worker says which call it is in, before running it: the parent's ``session.Progress`` page,
+    as a one-item view to store the call's index into."""
     import mmap
 
-    page = mmap.mmap(progress_fd, 16)
+    page = mmap.mmap(progress_fd, 8)
     os.close(progress_fd)
-    view = memoryview(page)
-    return view[0:8].cast("q"), view[8:16].cast("d")
+    return memoryview(page).cast("q")
 
 
 def main(result_fd, job, progress_fd=None):
     """Run one job, answering on ``result_fd`` and publishing the call in progress on ``progress_fd`` (a forked
     worker's, from its template; a fresh worker inherits the harness's, numbered in the job)."""
     channel = Channel(result_fd)
-    call_index, call_began = published_progress(job["progress_fd"] if progress_fd is None else progress_fd)
+    call_index = published_progress(job["progress_fd"] if progress_fd is None else progress_fd)
     if job["private_tmp"] is not None:
         sibling("private_tmp").isolate_tmp(job["private_tmp"])
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
@@ -320,7 +322,7 @@ def main(result_fd, job, progress_fd=None):
     confining.close_preopened()
     confining.silence_stdio()
     confining.apply_limits(job["limits"])
-    results = Results(channel)
+    results = Results(channel, job["batch"])
     alarm = CallAlarm(results)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     sys.set_int_max_str_digits(0)
@@ -356,7 +358,7 @@ def main(result_fd, job, progress_fd=None):
     for index in range(job["start"], job["stop"]):
         try:
             started = start(time_limits[index])
-            call_index[0], call_began[0] = index, started
+            call_index[0] = index
             try:
                 value = exec(script, namespace) if script is not None else function(*calls[index])
             finally:

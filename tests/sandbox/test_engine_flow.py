@@ -79,7 +79,7 @@ def test_a_worker_that_dies_holding_unsent_results_costs_only_its_own_call():
 
 def test_a_hard_deadline_falls_on_the_call_the_worker_is_in():
     """Call 3 blocks SIGALRM, so only the parent's hard deadline ends it, while calls 0-2 may still be held in
-    the worker: the timeout is call 3's alone, and calls 0-2 keep their values."""
+    the worker: they run again on a worker that sends each result at once, so the timeout is call 3's alone."""
     program = Program(BLOCKS_THE_ALARM_AT_3, "f", calls=[(i,) for i in range(6)], time_limits=[0.5] * 6)
     result = run_program(program)
     assert [c.status for c in result.calls] == ["returned"] * 3 + ["timeout"] + ["returned"] * 2
@@ -97,8 +97,8 @@ def f(x):
                     os.ftruncate(int(fd), 0)
                 except OSError:
                     pass
-                page = mmap.mmap(int(fd), 16)
-                page[:16] = struct.pack('=qd', 10 ** 9, -1.0)
+                page = mmap.mmap(int(fd), 8)
+                page[:8] = struct.pack('=q', 10 ** 9)
         os._exit(3)
     return x
 """
@@ -112,3 +112,26 @@ def test_a_forged_progress_page_is_ignored_and_cannot_be_shrunk():
     assert [c.status for c in result.calls][1:] == ["crash", "returned", "returned"]
     assert [c.value for c in result.calls][2:] == [2, 3]
     assert result.calls[0].status in ("returned", "crash")  # call 0 was unsent when the worker died (usually)
+
+
+DISARMS_THE_TIMER_THEN_OVERRUNS = """
+import signal, time
+def f(x):
+    if x == 0:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return 0
+    started = time.monotonic()
+    while time.monotonic() - started < 0.8:
+        pass
+    return x
+"""
+
+
+def test_a_call_after_the_candidate_disarmed_the_timer_still_has_its_own_limit():
+    """The worker keeps one timer armed across calls; call 0 switches it off, and call 1 (0.8 s, limit 0.5 s,
+    within the parent's 1 s hard deadline) must still time out at its own limit, as evalplus' per-input alarm
+    would have it."""
+    program = Program(DISARMS_THE_TIMER_THEN_OVERRUNS, "f", calls=[(0,), (1,)], time_limits=[0.5, 0.5])
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "timeout"]
+    assert result.calls[1].error == "per-call time limit exceeded"

@@ -383,7 +383,7 @@ def test_a_batch_of_results_through_the_pipe_comes_out_call_by_call():
     """The worker's Results hold calls and send them as one frame; the frame reader gives them back one by one."""
     read_fd, write_fd = os.pipe()
     try:
-        results = worker.Results(worker.Channel(write_fd))
+        results = worker.Results(worker.Channel(write_fd), True)
         for index, value in enumerate([7, "seven", [7.5, None]]):
             results.add({"k": "call", "i": index, "s": "ok", "v": worker.encode(value), "t": 0.5})
         results.flush()
