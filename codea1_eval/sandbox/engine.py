@@ -124,7 +124,7 @@ def _phase_frame(reader: "FrameReader", deadline: float, total_deadline: float):
 
 
 def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int, stop: int,
-           results: list, total_deadline: float) -> tuple[str, int, Any]:
+           results: list, total_deadline: float) -> tuple[str, int, str | None]:
     """Run one worker until it finishes call ``stop - 1``, dies or overruns. Returns (outcome, next call,
     detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
     that it had not sent yet (LOST: a later call's CRASH is stored)."""
@@ -154,11 +154,11 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
 
     index = start
     while index < stop:
-        outcome, stored = _await_call(session, program, limits, index, stop, results, total_deadline)
+        outcome = _await_call(session, program, limits, index, stop, results, total_deadline)
         if outcome == TOTAL_TIMEOUT:
             return outcome, index, None
         if outcome in (LOST, UNSENT):
-            return outcome, index, stored
+            return outcome, index, None
         following = _next_call(program, index, results)
         if outcome != OK:
             return outcome, following, None
@@ -169,9 +169,8 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
 
 
 def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits, index: int, stop: int,
-                results: list, total_deadline: float) -> tuple[str, int]:
-    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH, LOST, UNSENT or TOTAL_TIMEOUT,
-    and the call whose result was stored (``index``, or the later call a batching worker died in: LOST).
+                results: list, total_deadline: float) -> str:
+    """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH, LOST, UNSENT or TOTAL_TIMEOUT.
     A batching worker may be in a later call (``call_in_progress``) with results unsent: if it dies there,
     that call gets the CRASH; if it overruns ``index``'s deadline there, nothing is stored (UNSENT)."""
     reader = session.reader
@@ -183,19 +182,19 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
                                           total_deadline))
         except TimeoutError:
             if time.monotonic() >= total_deadline:
-                return TOTAL_TIMEOUT, index
+                return TOTAL_TIMEOUT
             if session.call_in_progress(index, stop) > index:
-                return UNSENT, index
+                return UNSENT
             results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
                                         duration=program.time_limits[index] + limits.grace_s)
-            return TIMEOUT, index
+            return TIMEOUT
         except ProtocolViolation as exc:
             results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-            return CRASH, index
+            return CRASH
     if frame is None:
         current = session.call_in_progress(index, stop)
         results[current] = CallResult(CRASH, error="worker died during the call")
-        return (LOST if current > index else CRASH), current
+        return LOST if current > index else CRASH
     if frame.get("k") == "digesting" and frame.get("i") == index:
         # A large value is being hashed: allow the call's hashing time (none where the expected value was
         # small, so a forged early "digesting" frame gains nothing; at most DIGEST_TIME_S otherwise).
@@ -207,13 +206,13 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
             frame = None
         if frame is None:
             results[index] = CallResult(TIMEOUT, error="large return value not digested in time")
-            return TIMEOUT, index
+            return TIMEOUT
     try:
         results[index] = _call_result(frame, index)
     except ProtocolViolation as exc:
         results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-        return CRASH, index
-    return OK, index
+        return CRASH
+    return OK
 
 
 def digest_allowances(expected_outputs: Sequence[Any]) -> list[float]:
@@ -232,20 +231,14 @@ def _next_call(program: Program, index: int, results: list) -> int:
     return following
 
 
-_PLAIN_JSON = (int, str, bool, float, type(None))
-"""Types JSON gives that ``decode`` returns as they are."""
-
-
 def _call_result(frame: dict, index: int) -> CallResult:
     if frame.get("k") != "call" or frame.get("i") != index:
         raise ProtocolViolation("unexpected frame")
     duration = frame.get("t")
-    if type(duration) is not float:
-        duration = float(duration) if isinstance(duration, (int, float)) else 0.0
+    duration = float(duration) if isinstance(duration, (int, float)) else 0.0
     child_status = frame.get("s")
     if child_status == "ok":
-        value = frame.get("v")
-        return CallResult(RETURNED, value if type(value) in _PLAIN_JSON else decode(value), duration=duration)
+        return CallResult(RETURNED, decode(frame.get("v")), duration=duration)
     if child_status in (FAIL, ERROR, TIMEOUT):
         error = frame.get("e")
         error = str(error)[:500] if error is not None else "per-call time limit exceeded"

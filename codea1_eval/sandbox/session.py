@@ -153,24 +153,16 @@ class WorkerSession:
                  stop: int | None = None, batched: bool = True):
         self.batched = batched
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
-        self.tmp_layers = None
+        self.tmp_layers = self.progress = self.stderr = None
         try:
             if private_tmp.wanted(limits.isolation, limits.grants):
                 self.tmp_layers = tempfile.mkdtemp(prefix="codea1_tmp_")
             landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
             self.progress = Progress()
-        except BaseException:
-            self._remove_folders()
-            raise
-        self.stderr = None
-        try:
             self.stderr = tempfile.TemporaryFile()
             read_fd, write_fd = os.pipe()
         except BaseException:
-            if self.stderr is not None:
-                self.stderr.close()
-            self.progress.close()
-            self._remove_folders()
+            self._release_files()
             raise
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
@@ -192,11 +184,9 @@ class WorkerSession:
                 job_writer = self._start_forked(template, write_fd)
         except BaseException:  # no worker: leave nothing of this session behind
             os.close(read_fd)
-            self.stderr.close()
-            self.progress.close()
             if self.cgroup is not None:
                 self.cgroup.kill_all()
-            self._remove_folders()
+            self._release_files()
             raise
         finally:
             os.close(write_fd)
@@ -257,11 +247,14 @@ class WorkerSession:
         if isinstance(self.process, ForkedWorker):
             self.process.release()
         os.close(self.reader.fd)
-        self.stderr.close()
-        self.progress.close()
-        self._remove_folders()
+        self._release_files()
 
-    def _remove_folders(self) -> None:
+    def _release_files(self) -> None:
+        """Close the stderr file and progress page (where made) and remove the session's folders."""
+        if self.stderr is not None:
+            self.stderr.close()
+        if self.progress is not None:
+            self.progress.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.tmp_layers is not None:
             private_tmp.remove_layers(self.tmp_layers)

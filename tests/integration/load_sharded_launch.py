@@ -6,10 +6,11 @@ Usage: python -m torch.distributed.run --nproc_per_node 2 load_sharded_launch.py
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
-from accelerate import PartialState
+import torch.distributed as dist
 from safetensors.torch import save_file
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
@@ -17,12 +18,24 @@ from codea1_eval.train import sharding
 
 
 def main(with_weights: str, without_weights: str, out: str) -> None:
-    state = PartialState()
-    model = sharding.load_sharded(with_weights if state.is_main_process else without_weights, torch.float32, False)
+    # The process group's own rank: under a bare torch.distributed.run on CPU, accelerate's PartialState() sees
+    # no distributed launch (DistributedType.NO), so every process calls itself the main one and its
+    # wait_for_everyone() does not wait.
+    dist.init_process_group("gloo")
+    main_process = dist.get_rank() == 0
+    model = sharding.load_sharded(with_weights if main_process else without_weights, torch.float32, False)
     whole = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    if state.is_main_process:
+    if main_process:
         save_file({name: tensor.contiguous() for name, tensor in whole.items() if name != "lm_head.weight"}, out)
-    state.wait_for_everyone()
+    dist.barrier()  # the file is whole before any process leaves
+    dist.destroy_process_group()
+    # Leave without the interpreter's teardown: gloo's worker thread releases a finished collective's work
+    # (tensors Python made) after the collective returns, and doing so needs the GIL, which a finalizing
+    # interpreter refuses by ending the thread: the process then aborts ("terminate called without an active
+    # exception"; seen after the barrier above, about 1 launch in 15 under pytest, in either process).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
