@@ -41,9 +41,7 @@ from codea1_eval.extract import build_program, extract_code
 from codea1_eval.metrics.mutation import ast_mutants
 from codea1_eval.paths import cache_dir
 
-EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed",
-             "HumanEval/130": "the answer to tri(1000000) has over 200,000 nodes and is compared by digest, "
-                              "stricter than == (README, sandbox): ints where the reference has floats fail"}
+EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 TARGET = 0.4
 
 

@@ -65,6 +65,8 @@ def encode(value, depth=0, budget=None):
         if math.isfinite(value):
             return value
         return {"$": "float", "v": repr(value)}
+    if kind in (list, tuple, set, frozenset, dict) and len(value) > budget[0]:  # over budget without the walk
+        raise ValueTooLarge()  # (each item is one node at least)
     if kind is list:
         return [encode(item, depth + 1, budget) for item in value]
     if kind is tuple:
@@ -94,17 +96,22 @@ def encode(value, depth=0, budget=None):
 
 
 def digest(value):
-    """A canonical sha256 of a large value: marshal format 0 for builtins; dtype, shape and bytes
-    for numpy arrays; the full repr otherwise."""
+    """A canonical sha256 of a large value: dtype, shape and bytes for numpy arrays; for a flat list of numbers
+    that float64s hold exactly (no NaN), its float64s, so such lists digest alike where they are == (-0.0 and 0.0
+    aside); marshal format 0 for other builtins (no later format is canonical); the full repr otherwise."""
     import hashlib  # imported on first use: it loads OpenSSL, a few ms of every worker's start-up
-
+    from array import array
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):
         contiguous = numpy.ascontiguousarray(value)
         header = f"{contiguous.dtype.str}{contiguous.shape}".encode()
         data = header + (contiguous.tobytes() if contiguous.dtype.kind != "O" else repr(contiguous.tolist()).encode())
         return {"$": "digest", "type": _type_name(type(value)), "v": hashlib.sha256(data).hexdigest()}
-    try:
+    exact = type(value) is list and set(map(type, value)) <= {int, float, bool}
+    try:  # float64s where they hold the list exactly: no int a float rounds or cannot hold, no NaN (never ==)
+        numbers = array("d", value) if exact else None
+        data = b"\0float64\0" + numbers.tobytes() if exact and numbers.tolist() == value else marshal.dumps(value, 0)
+    except OverflowError:  # an int too large for a float
         data = marshal.dumps(value, 0)
     except ValueError:
         data = _safe_repr(value, limit=None).encode()
@@ -144,9 +151,8 @@ class Channel:
 
 
 def _json_encoder():
-    """``json.dumps(frame, allow_nan=False)`` with compact separators, made once: ``json.dumps`` builds a new
-    encoder on every call (~2 of its ~3 us for a call's frame). Frames are built by ``encode`` and hold no
-    cycles, so the encoder skips the cycle check."""
+    """``json.dumps(frame, allow_nan=False)`` with compact separators, made once (``json.dumps`` builds an encoder
+    per call: ~2 of its ~3 us a frame). Frames are built by ``encode``, without cycles: no cycle check."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
@@ -160,11 +166,10 @@ BATCH_WINDOW_S = 0.05
 
 
 class Results:
-    """Call results on their way to the parent: each sent as it is made, or (``batched``) sent together as one
-    ``{"k": "calls", "r": [...]}`` frame once BATCH_CALLS are held or the first was held BATCH_WINDOW_S
-    (checked after each call, and by ``CallAlarm`` during a long one), before a "digesting" frame and at the
-    end: one write and one parse per batch. Results a dying worker still held are lost; the parent runs
-    those calls again (``published_progress`` says which call the worker died in)."""
+    """Call results on their way to the parent: each sent as it is made, or (``batched``) together as one ``{"k":
+    "calls", "r": [...]}`` frame once BATCH_CALLS are held or the first was held BATCH_WINDOW_S (checked after each
+    call, and by ``CallAlarm`` during a long one), before a "digesting" frame and at the end. Results a dying worker
+    still held are lost; the parent runs those calls again (``published_progress`` says which call it died in)."""
 
     def __init__(self, channel, batched):
         self.channel = channel
@@ -188,10 +193,9 @@ class Results:
 
 
 class CallAlarm:
-    """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it is
-    off or would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come
-    during a call within its limit (an earlier call's limit, a batch to send): the handler then returns, and
-    Python resumes any system call it interrupted (PEP 475)."""
+    """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it is off or
+    would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come during a
+    call within its limit (an earlier call's, a batch to send): the handler returns, Python resumes (PEP 475)."""
 
     def __init__(self, results):
         self.results = results
@@ -259,10 +263,10 @@ def _describe(exc):
 
 
 class _LazySite:
-    """The worker starts with -S: site-packages and their .pth hooks (editable installs, namespace
-    packages, vendor hooks) cost ~40 ms per worker here and most candidates import only the standard
-    library. This last meta-path finder runs ``site.main()`` on the first import the standard
-    library cannot satisfy, then retries it, so a candidate sees the same modules as with site."""
+    """The worker starts with -S: site-packages and their .pth hooks (editable installs, namespace packages, vendor
+    hooks) cost ~40 ms per worker here and most candidates import only the standard library. This last meta-path
+    finder runs ``site.main()`` on the first import the standard library cannot satisfy, then retries it (so a
+    candidate sees the same modules as with site)."""
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):
@@ -299,8 +303,7 @@ def sibling(name):
 
 
 def published_progress(progress_fd):
-    """Where this worker says which call it is in, before running it: the parent's ``session.Progress`` page,
-    as a one-item view to store the call's index into."""
+    """The parent's ``session.Progress`` page as a one-item view, where the worker stores each call's index first."""
     import mmap
 
     page = mmap.mmap(progress_fd, 8)
@@ -349,10 +352,7 @@ def main(result_fd, job, progress_fd=None):
         return
     channel.send({"k": "ready"})
 
-    if job["script"] is not None:
-        calls = [None]
-    else:
-        calls = job["calls"]
+    calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
     time_limits, script = job["time_limits"], job["script"]
     for index in range(job["start"], job["stop"]):

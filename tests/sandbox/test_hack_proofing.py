@@ -482,6 +482,18 @@ def test_huge_wrong_numpy_array_does_not_match_the_reference_digest(sandbox):
     assert compare_outputs("humaneval", "big", [(0,)], [expected], [(True, out)], 0.0) == [False]
 
 
+@pytest.mark.parametrize("sandbox", ["process"], indirect=True)
+def test_huge_list_of_numbers_matches_where_it_is_equal_to_the_reference(sandbox):
+    """HumanEval/130's case: the reference's floats where the candidate has equal ints are == (evalplus passes
+    them), and their digests are equal too; one number off is not."""
+    reference = "def big(n):\n    return [1, 3] + [i / 2 + 1 for i in range(300000)]\n"
+    equal = "def big(n):\n    return [1, 3] + [i // 2 + 1 if i % 2 == 0 else i / 2 + 1 for i in range(300000)]\n"
+    off = equal.replace("[1, 3]", "[0, 3]")
+    for candidate, verdict in ((equal, True), (off, False)):
+        expected, out = _big_pair(sandbox, reference, candidate)
+        assert compare_outputs("humaneval", "big", [(0,)], [expected], [(True, out)], 0.0) == [verdict]
+
+
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "KNOWN LIMIT (README, sandbox): values above the node budget are compared by digest, which is "
     "stricter than ==: equal dicts built in another order get different digests"))

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import collections
 import enum
+import hashlib
 import importlib.util
 import json
+import marshal
 import math
 import os
+import struct
 import time
 
 import numpy as np
@@ -271,6 +274,54 @@ def test_digest_is_equal_for_equal_values_only():
     assert wire_digest(tuple(a)) != da
 
 
+def test_a_flat_list_of_numbers_is_digested_as_float64s():
+    value = [1, 3, True] + [i / 2 for i in range(300_000)]
+    expected = hashlib.sha256(b"\0float64\0" + struct.pack(f"={len(value)}d", *value)).hexdigest()
+    assert worker.digest(value) == {"$": "digest", "type": "builtins.list", "v": expected}
+
+
+@pytest.mark.parametrize("left, right", [
+    pytest.param([1, 0] * 150_000, [True, False] * 150_000, id="int-vs-bool"),
+    pytest.param([0, 1] * 150_000, [0.0, 1.0] * 150_000, id="int-vs-float"),
+    pytest.param([2**53] * 300_000, [float(2**53)] * 300_000, id="largest-exact-int"),
+])
+def test_equal_flat_lists_of_numbers_digest_alike(left, right):
+    assert left == right
+    assert worker.digest(left) == worker.digest(right)
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param([0.5] * 300_000 + [math.nan], id="with-nan"),
+    pytest.param([0.5] * 300_000 + [2**1100], id="int-too-large-for-a-float"),
+    pytest.param([0.5] * 300_000 + [2**53 + 1], id="int-a-float-rounds"),
+    pytest.param([0.5] * 300_000 + ["0.5"], id="with-a-str"),
+    pytest.param([[0.5]] * 300_000, id="nested"),
+])
+def test_other_large_values_are_digested_in_marshal_format_0(value):
+    assert worker.digest(value)["v"] == hashlib.sha256(marshal.dumps(value, 0)).hexdigest()
+
+
+def test_every_nan_digests_alike():
+    assert worker.digest([0.5] * 300_000 + [math.nan]) == worker.digest([0.5] * 300_000 + [-math.nan])
+
+
+def test_a_container_longer_than_the_budget_is_too_large_before_any_item_is_encoded():
+    encoded = []
+
+    class Counted:
+        def __repr__(self):
+            encoded.append(1)
+            return "Counted()"
+
+    with pytest.raises(worker.ValueTooLarge):
+        worker.encode([Counted()] * 200_000)
+    with pytest.raises(worker.ValueTooLarge):
+        worker.encode({index: Counted() for index in range(200_000)})
+    assert encoded == []
+    assert worker.encode([Counted()] * 3)[0] == {"$": "opaque", "type": f"{__name__}.{Counted.__qualname__}",
+                                                 "repr": "Counted()"}
+
+
 @pytest.mark.parametrize("left, right", [
     pytest.param(np.arange(12), np.arange(12).reshape(3, 4), id="shape"),
     pytest.param(np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.float64), id="dtype"),
@@ -290,8 +341,8 @@ def test_digest_of_non_contiguous_arrays_covers_every_element():
     "KNOWN LIMIT (README, sandbox): digests are stricter than ==: equal values can get different digests"))
 @pytest.mark.parametrize("left, right", [
     pytest.param({1: 1, 2: 2}, {2: 2, 1: 1}, id="dict-order"),
-    pytest.param([1, 0], [True, False], id="int-vs-bool"),
-    pytest.param([0, 1], [0.0, 1.0], id="int-vs-float"),
+    pytest.param([[1, 0]], [[True, False]], id="int-vs-bool-nested"),
+    pytest.param(([0, 1],), ([0.0, 1.0],), id="int-vs-float-in-a-tuple"),
     pytest.param([0.0], [-0.0], id="signed-zero"),
 ])
 def test_digest_of_equal_values_is_equal(left, right):
