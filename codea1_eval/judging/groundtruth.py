@@ -23,7 +23,7 @@ from codea1_eval.sandbox import Executor
 from codea1_eval.sandbox.landlock import abi_in_force
 from codea1_eval.sandbox.values import ProtocolViolation, decode, encode_value
 
-GROUND_TRUTH_SCHEMA = 6  # 6: a large flat list of numbers is digested as float64s (worker.digest)
+GROUND_TRUTH_SCHEMA = 7  # 6: a large flat list of numbers is digested as float64s; 7: a str over 1 MiB chars
 
 
 def ground_truth_pass_rate(truth: dict[str, GroundTruth]) -> float:

@@ -11,6 +11,10 @@ from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComp
 MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
 TASK_TIME_CAP_S = 60.0
+LONG_STR_CHARS = 1 << 20
+"""A returned str longer than this travels as a digest, in the reference's runs and the candidates' alike (evalplus
+compares strs with ==, which equal digests decide exactly): HumanEval/15's answers, up to 6.9 MB, made the ground
+truth 150 MB of JSON and crossed the pipe whole."""
 
 
 def input_time_limits(times: list[float], scale: float) -> list[float]:
@@ -42,7 +46,7 @@ class ValuesKind(TestKind):
     def reference_program(self, problem) -> Program:
         count = len(problem.inputs or ())
         return Program(problem.reference, problem.entry_point, calls=problem.inputs,
-                       time_limits=[GROUND_TRUTH_CALL_LIMIT_S] * count)
+                       time_limits=[GROUND_TRUTH_CALL_LIMIT_S] * count, digest_strings_over=LONG_STR_CHARS)
 
     def ground_truth(self, problem, oracle: str, result: ExecResult) -> GroundTruth:
         outputs = [c.value for c in result.calls]
@@ -59,7 +63,8 @@ class ValuesKind(TestKind):
         return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
                        total_time_limit=total * timeout_scale + 10.0,
                        next_call=_fail_fast(oracle, problem, truth) if oracle else None,
-                       digest_time_limits=digest_allowances(truth.outputs), expected_seconds=sum(truth.times))
+                       digest_time_limits=digest_allowances(truth.outputs), expected_seconds=sum(truth.times),
+                       digest_strings_over=LONG_STR_CHARS)
 
     def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
         outcomes = [(call.status == RETURNED, call.value) for call in result.calls]

@@ -57,7 +57,8 @@ class Program:
     sent whole gets 0 for those calls (``digest_allowances``): a right answer never needs the time, so
     a forged "digesting" frame buys nothing. ``expected_seconds``: how long the reference took on these
     calls, where known; an executor starts the longest programs first, so that a slow one does not run
-    last and alone while the other workers idle.
+    last and alone while the other workers idle. ``digest_strings_over``: a returned str longer than this
+    comes back as a digest (equal exactly where the strings are ==), not sent whole; None: every str is sent.
     """
 
     code: str
@@ -69,6 +70,7 @@ class Program:
     next_call: Callable[[int, "CallResult"], int] | None = None
     digest_time_limits: Sequence[float] | None = None
     expected_seconds: float = 0.0
+    digest_strings_over: int | None = None
 
     @property
     def n_calls(self) -> int:

@@ -1,24 +1,22 @@
 """Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
 
-This file runs as a script and imports only the standard library, so it works inside bubblewrap and
-never imports the harness: ``python -I -S worker.py RESULT_FD`` is one worker in a fresh interpreter;
-``python -I -S worker.py --serve CONTROL_FD PATHS`` is a fork-server template that forks workers
-(``template.py``).
+This file runs as a script and imports only the standard library, so it works inside bubblewrap and never imports
+the harness: ``python -I -S worker.py RESULT_FD`` is one worker in a fresh interpreter; ``python -I -S worker.py
+--serve CONTROL_FD PATHS`` is a fork-server template that forks workers (``template.py``).
 
-Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets
-(parent -> child data is trusted):
-``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None,
-"time_limits": [float, ...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int,
-"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "batch": bool}`` (see ``confine.py``,
-``private_tmp.py`` and ``session.Progress``); the worker runs calls ``start`` to ``stop - 1``.
-The child answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT
-trusted; the parent validates every frame):
+Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets (parent -> child data
+is trusted): ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits":
+[float, ...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int, "landlock": {...} | None,
+"private_tmp": folder | None, "progress_fd": int, "batch": bool, "long_str": int | None}`` (see ``confine.py``,
+``private_tmp.py`` and ``session.Progress``); the worker runs calls ``start`` to ``stop - 1``. The child answers on
+RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame):
 ``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls'
-``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches
-where ``batch``) as ``{"k": "calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a
-large value's digest. Before each call the worker writes the call's index on the progress
-page. Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never enter
-this process, so a forged frame gains nothing unless it carries the right answer.
+``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where
+``batch``) as ``{"k": "calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a
+large value's digest (a value over the node budget, or a returned str longer than ``long_str``). Before each call
+the worker writes the call's index on the progress page. Values are encoded as JSON with tagged containers (see
+``encode``); expected outputs never enter this process, so a forged frame gains nothing unless it carries the right
+answer.
 """
 
 import json
@@ -354,7 +352,7 @@ def main(result_fd, job, progress_fd=None):
 
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
-    time_limits, script = job["time_limits"], job["script"]
+    time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"] or sys.maxsize
     for index in range(job["start"], job["stop"]):
         try:
             started = start(time_limits[index])
@@ -365,11 +363,13 @@ def main(result_fd, job, progress_fd=None):
                 stop()
             elapsed = clock() - started
             kind = kind_of(value)
-            if (kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is str or value is None
-                    or kind is bool or kind is float and value - value == 0.0):  # encode()'s plain cases (finite)
+            if (kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is str and len(value) <= long_str
+                    or value is None or kind is bool or kind is float and value - value == 0.0):  # plain (finite)
                 encoded = value
             else:
                 try:
+                    if kind is str:  # longer than the job's long_str: sent as a digest (equal where ==)
+                        raise ValueTooLarge()
                     encoded = encode(value)
                 except ValueTooLarge:
                     results.flush()

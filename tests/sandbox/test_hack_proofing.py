@@ -17,7 +17,7 @@ import pytest
 import codea1_eval.sandbox.compare as compare_module
 from codea1_eval.sandbox.compare import compare_outputs
 from codea1_eval.sandbox.engine import (
-    CRASH, ERROR, LOAD_CRASH, LOAD_ERROR, OK, RETURNED, TIMEOUT, Executor, Program, SandboxLimits,
+    CRASH, ERROR, LOAD_CRASH, LOAD_ERROR, OK, RETURNED, TIMEOUT, Executor, Program, SandboxLimits, run_program,
 )
 from codea1_eval.sandbox.values import Digest, Opaque
 
@@ -492,6 +492,24 @@ def test_huge_list_of_numbers_matches_where_it_is_equal_to_the_reference(sandbox
     for candidate, verdict in ((equal, True), (off, False)):
         expected, out = _big_pair(sandbox, reference, candidate)
         assert compare_outputs("humaneval", "big", [(0,)], [expected], [(True, out)], 0.0) == [verdict]
+
+
+@pytest.mark.parametrize("sandbox", ["process"], indirect=True)
+def test_a_returned_str_longer_than_the_programs_limit_comes_back_as_a_digest(sandbox):
+    """``Program.digest_strings_over``: the long answer is a digest, equal where the strs are ==; a short one is
+    sent whole."""
+    def values(code: str) -> list:
+        program = Program(code, "big", calls=[(300_000,), (3,)], time_limits=[10.0, 10.0], digest_strings_over=1000)
+        result = run_program(program, sandbox.limits)
+        assert [call.status for call in result.calls] == [RETURNED, RETURNED]
+        return [call.value for call in result.calls]
+
+    reference = values("def big(n):\n    return ' '.join(str(i) for i in range(n))\n")
+    assert (type(reference[0]), reference[0].type_name, reference[1]) == (Digest, "builtins.str", "0 1 2")
+    assert values("def big(n):\n    return ' '.join(map(str, range(n)))\n") == reference
+    off = values("def big(n):\n    return ' '.join(map(str, range(n))) + ' '\n")
+    assert (off[0] == reference[0], off[1]) == (False, "0 1 2 ")
+    sandbox.assert_contained()
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(

@@ -70,6 +70,21 @@ def test_corrupt_file_is_a_user_error(tmp_path):
         load_benchmark("humaneval+", tmp_path)
 
 
+def test_humaneval_plus_is_read_by_evalplus_own_reader_without_importing_hf_datasets(data_dir):
+    """evalplus' evalplus.data.utils, run from its own file (its package's __init__ imports HF datasets)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, inspect, evalplus; from pathlib import Path\n"
+             "from codea1_eval.benchmarks.base import load_benchmark\n"
+             "from codea1_eval.benchmarks.evalplus_data import evalplus_data_utils\n"
+             f"print(len(load_benchmark('humaneval+', Path({str(data_dir)!r})).problems), 'datasets' in sys.modules)\n"
+             "print(Path(inspect.getsourcefile(evalplus_data_utils().stream_jsonl))"
+             ".relative_to(Path(evalplus.__file__).parent))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["164 False", "data/utils.py"]
+
+
 def test_input_time_limits_are_evalplus_defaults_times_the_scale():
     # evalplus: max(min_time_limit=1.0, gt_time_limit_factor=4.0 * reference seconds) per input.
     problem = Problem("t/0", "q", "f", "def f(x): return x", inputs=[[1], [2], [3]], n_base=2)
