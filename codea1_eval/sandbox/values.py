@@ -55,6 +55,7 @@ class ProtocolViolation(ValueError):
 
 _PLAIN_JSON = (int, str, bool, float, type(None))
 """Types JSON gives that ``decode`` returns as they are (most calls' values: checked first)."""
+_PLAIN_TYPES = frozenset(_PLAIN_JSON)
 
 
 def decode(data: Any) -> Any:
@@ -73,6 +74,8 @@ def _decode(data: Any) -> Any:
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
+        if _PLAIN_TYPES.issuperset(map(type, data)):  # a list of scalars, as most returned lists: kept as parsed
+            return data
         return [_decode(item) for item in data]
     if not isinstance(data, dict) or not isinstance(data.get("$"), str):
         raise ProtocolViolation("untagged object in value")

@@ -141,8 +141,7 @@ class Channel:
 
     def send_text(self, text):
         data = text.encode()
-        payload = self.pack(">I", len(data)) + data
-        view = memoryview(payload)
+        view = memoryview(self.pack(">I", len(data)) + data)
         while view:
             written = self.write(self.fd, view)
             view = view[written:]
@@ -160,18 +159,19 @@ def _json_encoder():
 
 
 BATCH_CALLS = 256
-BATCH_WINDOW_S = 0.05
+BATCH_WINDOW_S = 0.01
 
 
 class Results:
-    """Call results on their way to the parent: each sent as it is made, or (``batched``) together as one ``{"k":
-    "calls", "r": [...]}`` frame once BATCH_CALLS are held or the first was held BATCH_WINDOW_S (checked after each
-    call, and by ``CallAlarm`` during a long one), before a "digesting" frame and at the end. Results a dying worker
+    """Call results on their way to the parent: each sent as it is made, or (``batched``) as one ``{"k": "calls", "r":
+    [...]}`` frame once a batch is held (1 call, doubled after each send up to BATCH_CALLS: an early failure, where the
+    parent may stop the list, comes at once), a call did not return, the first was held BATCH_WINDOW_S (checked after
+    each call, and by ``CallAlarm`` in a long one), before a "digesting" frame and at the end. Results a dying worker
     still held are lost; the parent runs those calls again (``published_progress`` says which call it died in)."""
 
     def __init__(self, channel, batched):
         self.channel = channel
-        self.limit = BATCH_CALLS if batched else 1
+        self.limit, self.largest = 1, BATCH_CALLS if batched else 1  # calls held before a send, and the most
         self.held = []
         self.since = 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
@@ -181,13 +181,14 @@ class Results:
         if not self.held:
             self.since = self.clock()
         self.held.append(text)
-        if len(self.held) >= self.limit or self.clock() - self.since >= BATCH_WINDOW_S:
+        if len(self.held) >= self.limit or frame["s"] != "ok" or self.clock() - self.since >= BATCH_WINDOW_S:
             self.flush()
 
     def flush(self):
         if self.held:  # emptied once sent: a send that fails (near the candidate's limits) keeps them
             self.channel.send_text('{"k":"calls","r":[' + ",".join(self.held) + "]}")
             self.held = []
+            self.limit = min(2 * self.limit, self.largest)
 
 
 class CallAlarm:

@@ -446,3 +446,23 @@ def test_a_batch_of_results_through_the_pipe_comes_out_call_by_call():
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+def test_batches_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_once():
+    """A worker's first result goes alone (a fail-fast parent stops a list at its first failure without waiting
+    for a batch), each later batch is twice the last up to BATCH_CALLS, and an error is sent with what is held."""
+    sent = []
+    channel = worker.Channel(-1)
+    channel.send_text = lambda text: sent.append([call["i"] for call in json.loads(text)["r"]])
+    results = worker.Results(channel, True)
+    results.clock = lambda: 0.0  # no batch window passes
+    for index in range(7):
+        results.add({"k": "call", "i": index, "s": "ok", "v": index, "t": 0.0})
+    results.add({"k": "call", "i": 7, "s": "error", "e": "ValueError: 7", "t": 0.0})
+    assert sent == [[0], [1, 2], [3, 4, 5, 6], [7]]
+    assert (results.limit, results.held) == (16, [])
+    unbatched = worker.Results(channel, False)
+    unbatched.clock = results.clock
+    for index in range(3):
+        unbatched.add({"k": "call", "i": index, "s": "ok", "v": index, "t": 0.0})
+    assert sent[4:] == [[0], [1], [2]]
