@@ -54,8 +54,8 @@ class Program:
     ``digest_time_limits``: per call, how long after the worker says it is hashing a return value too
     large to send (its "digesting" frame) the result may still come; None gives every call the engine's
     ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected values that were
-    sent whole gets 0 for those calls (``digest_allowances``): a right answer never needs the time, so
-    a forged "digesting" frame buys nothing. ``expected_seconds``: how long the reference took on these
+    sent whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer needs no
+    more, so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the reference took on these
     calls, where known; an executor starts the longest programs first, so that a slow one does not run
     last and alone while the other workers idle. ``digest_strings_over``: a returned str longer than this
     comes back as a digest (equal exactly where the strings are ==), not sent whole; None: every str is sent.

@@ -173,7 +173,7 @@ class WorkerSession:
             "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
             "start": start, "stop": program.n_calls if stop is None else stop, "landlock": landlock,
             "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd, "batch": batched,
-            "long_str": program.digest_strings_over,
+            "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
         }
         self.cgroup = PidsCgroup.create(limits.max_processes)
         self.reader = FrameReader(read_fd)

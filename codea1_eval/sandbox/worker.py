@@ -4,19 +4,18 @@ This file runs as a script and imports only the standard library, so it works in
 the harness: ``python -I -S worker.py RESULT_FD`` is one worker in a fresh interpreter; ``python -I -S worker.py
 --serve CONTROL_FD PATHS`` is a fork-server template that forks workers (``template.py``).
 
-Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets (parent -> child data
-is trusted): ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits":
-[float, ...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int, "landlock": {...} | None,
-"private_tmp": folder | None, "progress_fd": int, "batch": bool, "long_str": int | None}`` (see ``confine.py``,
-``private_tmp.py`` and ``session.Progress``); the worker runs calls ``start`` to ``stop - 1``. The child answers on
-RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame):
-``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls'
-``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where
-``batch``) as ``{"k": "calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a
-large value's digest (a value over the node budget, or a returned str longer than ``long_str``). Before each call
-the worker writes the call's index on the progress page. Values are encoded as JSON with tagged containers (see
-``encode``); expected outputs never enter this process, so a forged frame gains nothing unless it carries the right
-answer.
+Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets (parent -> child data is
+trusted): ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits": [float,
+...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int, "landlock": {...} | None, "private_tmp":
+folder | None, "progress_fd": int, "batch": bool, "long_str": int}`` (see ``confine.py``, ``private_tmp.py`` and
+``session.Progress``); the worker runs calls ``start`` to ``stop - 1``. The child answers on RESULT_FD with
+length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
+"hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls' ``{"k": "call", "i":
+index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where ``batch``) as ``{"k":
+"calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a large value's digest (a
+value over the node budget, or a returned str longer than ``long_str``). Before each call the worker writes the call's
+index on the progress page. Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never
+enter this process, so a forged frame gains nothing unless it carries the right answer.
 """
 
 import json
@@ -36,7 +35,7 @@ ENCODE_NODE_BUDGET = 200_000
 
 
 class ValueTooLarge(Exception):
-    """The value has more nodes than ENCODE_NODE_BUDGET; it is sent as a digest instead."""
+    """Over ENCODE_NODE_BUDGET nodes (or a str over the job's ``long_str``): the value is sent as a digest."""
 
 
 class CallTimeout(BaseException):
@@ -132,8 +131,7 @@ class Channel:
 
     def __init__(self, fd):
         self.fd = fd
-        self.write = os.write
-        self.pack = struct.pack
+        self.write, self.pack = os.write, struct.pack
         self.to_json = _json_encoder()
 
     def send(self, frame):
@@ -154,34 +152,35 @@ def _json_encoder():
     if make is None:
         return json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
     iterencode = make(None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
-    join = "".join
-    return lambda frame: join(iterencode(frame, 0))
+    return lambda frame, join="".join: join(iterencode(frame, 0))
 
 
 BATCH_CALLS = 256
 BATCH_WINDOW_S = 0.01
+BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): long strs go in smaller batches
 
 
 class Results:
     """Call results on their way to the parent: each sent as it is made, or (``batched``) as one ``{"k": "calls", "r":
     [...]}`` frame once a batch is held (1 call, doubled after each send up to BATCH_CALLS: an early failure, where the
-    parent may stop the list, comes at once), a call did not return, the first was held BATCH_WINDOW_S (checked after
-    each call, and by ``CallAlarm`` in a long one), before a "digesting" frame and at the end. Results a dying worker
-    still held are lost; the parent runs those calls again (``published_progress`` says which call it died in)."""
+    parent may stop the list, comes at once), a call did not return, BATCH_CHARS of JSON are held or the first was held
+    BATCH_WINDOW_S (checked after each call, and by ``CallAlarm`` in a long one), before a "digesting" frame and at the
+    end. Results a dying worker still held are lost; the parent runs those calls again (``published_progress`` says
+    which call it died in)."""
 
     def __init__(self, channel, batched):
-        self.channel = channel
-        self.limit, self.largest = 1, BATCH_CALLS if batched else 1  # calls held before a send, and the most
-        self.held = []
-        self.since = 0.0
+        self.channel, self.limit, self.largest = channel, 1, BATCH_CALLS if batched else 1  # calls per send: now, most
+        self.held, self.chars, self.since = [], 0, 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
     def add(self, frame):
         text = self.channel.to_json(frame)  # here, so an unserialisable value is this call's error
         if not self.held:
-            self.since = self.clock()
+            self.since, self.chars = self.clock(), 0
         self.held.append(text)
-        if len(self.held) >= self.limit or frame["s"] != "ok" or self.clock() - self.since >= BATCH_WINDOW_S:
+        self.chars += len(text)
+        if (len(self.held) >= self.limit or frame["s"] != "ok" or self.chars >= BATCH_CHARS
+                or self.clock() - self.since >= BATCH_WINDOW_S):
             self.flush()
 
     def flush(self):
@@ -353,7 +352,7 @@ def main(result_fd, job, progress_fd=None):
 
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
-    time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"] or sys.maxsize
+    time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"]
     for index in range(job["start"], job["stop"]):
         try:
             started = start(time_limits[index])
@@ -369,7 +368,8 @@ def main(result_fd, job, progress_fd=None):
                 encoded = value
             else:
                 try:
-                    if kind is str:  # longer than the job's long_str: sent as a digest (equal where ==)
+                    if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==), as a str
+                        value = str.__str__(value)  # a subclass's value, as "sub" sends it (evalplus: ==)
                         raise ValueTooLarge()
                     encoded = encode(value)
                 except ValueTooLarge:

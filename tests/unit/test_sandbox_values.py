@@ -456,13 +456,23 @@ def test_batches_start_at_one_call_double_and_a_call_that_did_not_return_goes_at
     channel.send_text = lambda text: sent.append([call["i"] for call in json.loads(text)["r"]])
     results = worker.Results(channel, True)
     results.clock = lambda: 0.0  # no batch window passes
-    for index in range(7):
+    for index in range(8):
         results.add({"k": "call", "i": index, "s": "ok", "v": index, "t": 0.0})
-    results.add({"k": "call", "i": 7, "s": "error", "e": "ValueError: 7", "t": 0.0})
-    assert sent == [[0], [1, 2], [3, 4, 5, 6], [7]]
+    results.add({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "t": 0.0})
+    assert sent == [[0], [1, 2], [3, 4, 5, 6], [7, 8]]
     assert (results.limit, results.held) == (16, [])
+    for index in range(9, 12):  # a batch of 16 calls, sent after 3 as their JSON passes BATCH_CHARS
+        results.add({"k": "call", "i": index, "s": "ok", "v": "x" * (worker.BATCH_CHARS // 3), "t": 0.0})
+    assert sent[4:] == [[9, 10, 11]] and results.held == []
     unbatched = worker.Results(channel, False)
     unbatched.clock = results.clock
     for index in range(3):
         unbatched.add({"k": "call", "i": index, "s": "ok", "v": index, "t": 0.0})
-    assert sent[4:] == [[0], [1], [2]]
+    assert sent[5:] == [[0], [1], [2]]
+
+
+def test_hashing_time_goes_only_where_the_expected_value_is_a_digest_and_for_a_str_one_second():
+    """A forged "digesting" frame stretches a call by what a right answer needs at most: none where the expected
+    value was sent whole, 1 s to hash a str (HumanEval/15's 7 MB answers take a few ms), 120 s for other values."""
+    expected = [Digest("builtins.str", "ab"), Digest("builtins.list", "cd"), "x" * 10, [1, 2]]
+    assert engine.digest_allowances(expected) == [1.0, 120.0, 0.0, 0.0]
