@@ -221,8 +221,13 @@ def digest_allowances(expected_outputs: Sequence[Any]) -> list[float]:
     """``Program.digest_time_limits`` for a candidate judged against ``expected_outputs``: hashing time only
     where the expected value itself arrived as a digest (a right answer is then as large), and for a str only
     ``STR_DIGEST_TIME_S``: a forged "digesting" frame can stretch a call by no more than a right answer needs."""
-    return [(STR_DIGEST_TIME_S if value.type_name == "builtins.str" else DIGEST_TIME_S)
-            if isinstance(value, Digest) else 0.0 for value in expected_outputs]
+    return [_hashing_time(value) for value in expected_outputs]
+
+
+def _hashing_time(expected: Any) -> float:
+    if not isinstance(expected, Digest):
+        return 0.0
+    return STR_DIGEST_TIME_S if expected.type_name == "builtins.str" else DIGEST_TIME_S
 
 
 def _next_call(program: Program, index: int, results: list) -> int:

@@ -4,23 +4,23 @@ This file runs as a script and imports only the standard library, so it works in
 the harness: ``python -I -S worker.py RESULT_FD`` is one worker in a fresh interpreter; ``python -I -S worker.py
 --serve CONTROL_FD PATHS`` is a fork-server template that forks workers (``template.py``).
 
-Protocol. The parent writes one pickled job to stdin, or to the job pipe a forked worker gets (parent -> child data is
-trusted): ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits": [float,
-...], "load_time_limit": float, "limits": {...}, "start": int, "stop": int, "landlock": {...} | None, "private_tmp":
-folder | None, "progress_fd": int, "batch": bool, "long_str": int}`` (see ``confine.py``, ``private_tmp.py`` and
+Protocol. The parent writes one pickled job (parent -> child data is trusted) to stdin, or to a forked worker's job
+pipe: ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits": [float, ...],
+"load_time_limit": float, "limits": {...}, "start": int, "stop": int, "landlock": {...} | None, "private_tmp": folder |
+None, "progress_fd": int, "batch": bool, "long_str": int}`` (see ``confine.py``, ``private_tmp.py`` and
 ``session.Progress``); the worker runs calls ``start`` to ``stop - 1``. The child answers on RESULT_FD with
-length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
-"hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls' ``{"k": "call", "i":
-index, "s": status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where ``batch``) as ``{"k":
-"calls", "r": [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before a large value's digest (a
-value over the node budget, or a returned str longer than ``long_str``). Before each call the worker writes the call's
-index on the progress page. Values are encoded as JSON with tagged containers (see ``encode``); expected outputs never
-enter this process, so a forged frame gains nothing unless it carries the right answer.
+length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k": "hello"}``,
+``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls' ``{"k": "call", "i": index, "s":
+status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where ``batch``) as ``{"k": "calls", "r":
+[frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before the digest of a value too large to send
+(or a str over ``long_str``). Before each call the worker writes its index on the progress page. Values are JSON with
+tagged containers (``encode``); expected outputs never enter this process (a forged frame needs the right answer).
 """
 
 import json
 import marshal
 import math
+import mmap
 import os
 import pickle
 import signal
@@ -93,9 +93,11 @@ def encode(value, depth=0, budget=None):
 
 
 def digest(value):
-    """A canonical sha256 of a large value: dtype, shape and bytes for numpy arrays; for a flat list of numbers
-    that float64s hold exactly (no NaN), its float64s, so such lists digest alike where they are == (-0.0 and 0.0
-    aside); marshal format 0 for other builtins (no later format is canonical); the full repr otherwise."""
+    """A canonical sha256 of a large value: dtype, shape and bytes for numpy arrays; its float64s for a flat list of
+    numbers they hold exactly (no NaN), so such lists digest alike where == (-0.0 and 0.0 aside); a str subclass as its
+    str (as ``encode`` sends it and evalplus compares it); marshal format 0 for other builtins (no later format is
+    canonical); the full repr otherwise."""
+    value = str.__str__(value) if isinstance(value, str) else value
     import hashlib  # imported on first use: it loads OpenSSL, a few ms of every worker's start-up
     from array import array
     numpy = sys.modules.get("numpy")
@@ -130,8 +132,7 @@ class Channel:
     """Length-prefixed JSON frames on a pipe, written with raw os.write (no buffering)."""
 
     def __init__(self, fd):
-        self.fd = fd
-        self.write, self.pack = os.write, struct.pack
+        self.fd, self.write, self.pack = fd, os.write, struct.pack
         self.to_json = _json_encoder()
 
     def send(self, frame):
@@ -169,7 +170,8 @@ class Results:
     which call it died in)."""
 
     def __init__(self, channel, batched):
-        self.channel, self.limit, self.largest = channel, 1, BATCH_CALLS if batched else 1  # calls per send: now, most
+        self.channel = channel
+        self.limit, self.largest = 1, BATCH_CALLS if batched else 1  # calls held before a send: now, and at most
         self.held, self.chars, self.since = [], 0, 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
@@ -302,8 +304,6 @@ def sibling(name):
 
 def published_progress(progress_fd):
     """The parent's ``session.Progress`` page as a one-item view, where the worker stores each call's index first."""
-    import mmap
-
     page = mmap.mmap(progress_fd, 8)
     os.close(progress_fd)
     return memoryview(page).cast("q")
@@ -368,8 +368,7 @@ def main(result_fd, job, progress_fd=None):
                 encoded = value
             else:
                 try:
-                    if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==), as a str
-                        value = str.__str__(value)  # a subclass's value, as "sub" sends it (evalplus: ==)
+                    if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==)
                         raise ValueTooLarge()
                     encoded = encode(value)
                 except ValueTooLarge:
