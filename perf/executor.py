@@ -30,7 +30,9 @@ Ways (DESIGN.md section 2, "Baselines for perf/"):
             temp script holding the candidate and the call (as CURE does), the value pickled to
             stdout and compared in the parent, ``--parallel`` at a time. Timed on a fixed random
             subset of ``--cure-sample`` pairs (seed 0) and EXTRAPOLATED (calls/s = pairs / seconds).
-  ours      ``Executor(SandboxLimits(), parallel).map_unordered(candidate_program(...))`` + ``judge``.
+  ours      ``make_executor("local", SandboxLimits(), parallel)`` (as the commands make it: its canary program,
+            which also starts the fork-server template, runs before the timing starts), then
+            ``.map_unordered(candidate_program(...))`` + ``judge``.
 
 Targets (issue 22): ours >= 1.5 x evalplus-style on the default workload; on the light one (``--tasks 3
 --sample 0``: many fast inputs) ours >= 1.0 x evalplus-style and >= 0.5 x floor; >= 20 x CURE-style;
@@ -72,6 +74,7 @@ from codea1_eval.benchmarks.base import Benchmark, Problem, load_benchmark
 from codea1_eval.judging import GroundTruth, candidate_program, compute_ground_truth, judge
 from codea1_eval.metrics.mutation import ast_mutants
 from codea1_eval.sandbox import Executor, Program, SandboxLimits
+from codea1_eval.sandbox.executors import make_executor
 from codea1_eval.sandbox import worker as sandbox_worker
 from codea1_eval.sandbox.compare import EvalplusComparator, compare_outputs
 from codea1_eval.sandbox.values import Digest, decode
@@ -196,6 +199,7 @@ class WayResult:
     task_seconds: dict | None = None   # task_id -> seconds its candidates took (busy time, not wall)
     verdicts: dict | None = None       # candidate index -> correct on every input
     cpu_seconds: float = 0.0   # user + system CPU of the benchmark process and all its children
+    timed_out_s: list | None = None    # per candidate: seconds its calls that ran out of time took (ours)
     load: tuple = ()           # 1-minute load average before and after (other work on the machine)
 
     @property
@@ -547,8 +551,8 @@ def run_cure(workload: Workload, parallel: int, sample: int) -> WayResult:
 # --------------------------------------------------------------------------------------------
 
 def run_ours(workload: Workload, parallel: int) -> WayResult:
-    executor = Executor(SandboxLimits(), parallel=parallel)
-    passed, statuses, workers = 0, Counter(), 0
+    executor = make_executor("local", SandboxLimits(), parallel)  # as commands make it: checked with a canary
+    passed, statuses, workers, timed_out = 0, Counter(), 0, []
     task_seconds, progress, verdicts = Counter(), Progress("ours", len(workload.candidates)), {}
     began = time.perf_counter()
     for index, result in executor.map_unordered(c.program for c in workload.candidates):
@@ -560,12 +564,13 @@ def run_ours(workload: Workload, parallel: int) -> WayResult:
         statuses.update(call.status for call in result.calls)
         workers += result.workers
         task_seconds[workload.problems[candidate.task].task_id] += result.wall_s
+        timed_out.append(sum(call.duration for call in result.calls if call.status == "timeout"))
         progress.step()
     seconds = time.perf_counter() - began
     calls = sum(statuses.values()) - statuses.get("skipped", 0)
     return WayResult("ours", calls, seconds, passed, len(workload.candidates), dict(statuses),
                      note=f"Executor(parallel={parallel}), {workers} workers started", task_seconds=dict(task_seconds),
-                     verdicts=verdicts)
+                     verdicts=verdicts, timed_out_s=timed_out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -625,6 +630,25 @@ def report(results: dict[str, WayResult], parallel: int, timing: str) -> dict:
             statuses = "" if row["statuses"] is None else f"; statuses {row['statuses']}"
             print(f"  {row['way']}: {row['note']}{statuses}")
     return {"rows": rows}
+
+
+def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | None:
+    """The least wall time a way needs on these candidates if it runs each candidate's inputs one after another
+    and waits out each per-input time limit (every way here does): the calls that ran out of time in ours took
+    that long wherever they run, spread over ``parallel`` slots at best and never under the slowest candidate's."""
+    ours = results.get("ours")
+    if ours is None or not ours.timed_out_s or not any(ours.timed_out_s):
+        return None
+    total, longest = sum(ours.timed_out_s), max(ours.timed_out_s)
+    bound = {"timed_out_s": round(total, 1), "longest_candidate_s": round(longest, 1),
+             "least_wall_s": round(max(total / parallel, longest), 1)}
+    line = (f"calls that ran out of their time limit took {total:.1f} s (the slowest candidate's {longest:.1f} s): "
+            f"a way that waits each limit out needs >= {bound['least_wall_s']:.1f} s of wall time on these candidates")
+    if "evalplus" in results:
+        bound["ours_s_for_target"] = round(results["evalplus"].seconds / TARGETS["evalplus"], 1)
+        line += f"; ours >= {TARGETS['evalplus']:g} x evalplus-style needs <= {bound['ours_s_for_target']:.1f} s"
+    print(line)
+    return bound
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -707,6 +731,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
     print()
     summary = report(results, args.parallel, sampled)
+    summary["time_limit_bound"] = time_limit_bound(results, args.parallel)
     counts = {name: r.passed for name, r in results.items() if r.passed is not None}
     ran = {name: r.calls for name, r in results.items() if name != "cure"}
     if len(set(ran.values())) > 1:

@@ -12,6 +12,7 @@ from types import ModuleType
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.benchmarks.data import file_sha256, require_release_size, resolve_data_file
+from codea1_eval.collector import bulk_work
 from codea1_eval.errors import UserError
 
 HUMANEVAL_PLUS_VERSION = "v0.1.10"
@@ -50,7 +51,8 @@ def _read_tasks(path: Path, label: str) -> list[dict]:
     file cut between two tasks passes) and the task count of the release."""
     utils = evalplus_data_utils()
     try:
-        tasks = {task["task_id"]: task for task in utils.stream_jsonl(str(path))}
+        with bulk_work():  # ~10^5 parsed containers: no collector passes over them as they come
+            tasks = {task["task_id"]: task for task in utils.stream_jsonl(str(path))}
         utils.completeness_check(label, tasks)
     except (OSError, ValueError, KeyError, AssertionError, EOFError) as exc:
         raise UserError(f"{path} is not a valid {label} file: {type(exc).__name__}: {exc}") from None

@@ -16,6 +16,7 @@ from typing import Callable
 
 from codea1_eval import __version__
 from codea1_eval.benchmarks.base import Benchmark
+from codea1_eval.collector import bulk_work
 from codea1_eval.judging.kinds import kind_of
 from codea1_eval.judging.records import GroundTruth
 from codea1_eval.paths import cache_dir
@@ -65,6 +66,11 @@ def compute_ground_truth(benchmark: Benchmark, executor: Executor,
 
 def _read_cache(path: Path, key: str, task_ids: list[str]) -> dict[str, GroundTruth] | None:
     """The cached ground truth at ``path``, or None when the file is missing, damaged or not for ``key``."""
+    with bulk_work():
+        return _parse_cache(path, key, task_ids)
+
+
+def _parse_cache(path: Path, key: str, task_ids: list[str]) -> dict[str, GroundTruth] | None:
     try:
         data = json.loads(path.read_text())
         if data.get("schema") != GROUND_TRUTH_SCHEMA or data.get("key") != key or sorted(data["truth"]) != sorted(task_ids):

@@ -15,12 +15,14 @@ from pathlib import Path
 import psutil
 from typing import Any, Iterable, Iterator, Sequence
 
+from codea1_eval.collector import bulk_work
 from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
 from codea1_eval.sandbox.session import FrameReader, WorkerSession
+from codea1_eval.sandbox.spares import SpareWorkers
 from codea1_eval.sandbox.values import Digest, ProtocolViolation, decode
 
 STARTUP_TIMEOUT_S = 60.0
@@ -52,14 +54,15 @@ def _fill(results: list, start: int, status: str, error: str) -> None:
 
 
 def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
-                hidden: Sequence[Path] = ()) -> ExecResult:
-    """Execute ``program`` in fresh sandboxed worker(s); never raises for anything the code does."""
+                hidden: Sequence[Path] = (), spares: SpareWorkers | None = None) -> ExecResult:
+    """Execute ``program`` in fresh sandboxed worker(s), taken from ``spares`` where given; never raises for
+    anything the code does."""
     began = time.monotonic()
     total_deadline = began + program.total_time_limit if program.total_time_limit else float("inf")
     n_calls = program.n_calls
     results: list[CallResult | None] = [None] * n_calls
     next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
-    status, error, batched = OK, None, True
+    status, error, batched, started = OK, None, True, False
     while True:
         while next_call < n_calls and results[next_call] is not None:  # a crash decided where a worker was LOST
             crashes += 1
@@ -73,7 +76,8 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
         while stop < n_calls and (stop == next_call or results[stop] is None):
             stop += 1
         try:
-            session = WorkerSession(program, limits, next_call, list(hidden), stop, batched)
+            first, started = not started, True
+            session = spares.take(first) if spares is not None else WorkerSession(limits, list(hidden))
         except OSError as exc:  # no fork, no pipe, no interpreter: retried like a worker that did not greet
             sandbox_failures += 1
             if sandbox_failures > SANDBOX_RETRIES:
@@ -84,9 +88,13 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             continue
         workers += 1
         try:
+            session.begin(program, next_call, stop, batched)
             outcome = _drive(session, program, limits, next_call, stop, results, total_deadline)
         finally:
-            session.close()
+            if spares is not None:
+                spares.retire(session)
+            else:
+                session.close()
         kind, next_call, detail = outcome
         if kind == SANDBOX_ERROR:
             sandbox_failures += 1
@@ -272,9 +280,10 @@ class Executor:
         self.parallel = parallel or default_parallelism()
         self.hidden = list(hidden)
 
-    def run(self, program: Program) -> ExecResult:
-        """Run one program; a sandbox that cannot run it (after the engine's retries) raises SandboxError."""
-        return require_sandbox(run_program(program, self.limits, self.hidden), self.limits.isolation)
+    def run(self, program: Program, spares: SpareWorkers | None = None) -> ExecResult:
+        """Run one program (its workers taken from ``spares`` where given); a sandbox that cannot run it (after
+        the engine's retries) raises SandboxError."""
+        return require_sandbox(run_program(program, self.limits, self.hidden, spares), self.limits.isolation)
 
     def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
         """Run programs concurrently, the longest expected first (``Program.expected_seconds``); yield
@@ -283,12 +292,15 @@ class Executor:
         programs = list(programs)
         order = sorted(range(len(programs)), key=lambda index: -programs[index].expected_seconds)
         pool = ThreadPoolExecutor(self.parallel)
+        spares = SpareWorkers(self.limits, self.hidden, len(programs), self.parallel)
         try:
-            futures = {pool.submit(self.run, programs[i]): i for i in order}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+            with bulk_work():  # a result per call: no collector passes over the caller's (large) heap meanwhile
+                futures = {pool.submit(self.run, programs[i], spares): i for i in order}
+                for future in as_completed(futures):
+                    yield futures[future], future.result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            spares.close()
 
     def map(self, programs: Iterable[Program]) -> list[ExecResult]:
         """Run programs concurrently; return results in input order."""

@@ -145,44 +145,33 @@ class Progress:
 
 
 class WorkerSession:
-    """One worker process running calls ``start`` to ``stop - 1`` (to the end by default): forked from the
-    level's template where there is one (``forkserver.py``), else a fresh interpreter wrapped by the
-    isolation level."""
+    """One worker process: started here, forked from the level's template where there is one (``forkserver.py``),
+    else a fresh interpreter wrapped by the isolation level; it waits for its job until ``begin`` sends one (so a
+    worker can be started ahead, while another runs: ``SpareWorkers``)."""
 
-    def __init__(self, program: Program, limits: SandboxLimits, start: int, hidden: list[Path],
-                 stop: int | None = None, batched: bool = True):
-        self.batched = batched
+    def __init__(self, limits: SandboxLimits, hidden: list[Path]):
+        self.limits = limits
+        self.batched = True
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         self.tmp_layers = self.progress = self.stderr = None
         try:
             if private_tmp.wanted(limits.isolation, limits.grants):
                 self.tmp_layers = tempfile.mkdtemp(prefix="codea1_tmp_")
-            landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
+            self.landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
             self.progress = Progress()
             self.stderr = tempfile.TemporaryFile()
             read_fd, write_fd = os.pipe()
         except BaseException:
             self._release_files()
             raise
-        remaining_limits = list(program.time_limits[start:]) or [0.0]
-        cpu_budget = limits.load_time_limit + sum(remaining_limits) + 5
-        job = {
-            "code": program.code, "entry_point": program.entry_point,
-            "calls": list(program.calls) if program.calls is not None else None,
-            "script": program.script, "time_limits": list(program.time_limits),
-            "load_time_limit": limits.load_time_limit, "limits": limits.rlimits(cpu_budget),
-            "start": start, "stop": program.n_calls if stop is None else stop, "landlock": landlock,
-            "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd, "batch": batched,
-            "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
-        }
         self.cgroup = PidsCgroup.create(limits.max_processes)
         self.reader = FrameReader(read_fd)
         try:
             template = template_for(limits.isolation)
             if template is None:
-                job_writer = self._start_fresh(limits.isolation, hidden, write_fd)
+                self.job_writer = self._start_fresh(limits.isolation, hidden, write_fd)
             else:
-                job_writer = self._start_forked(template, write_fd)
+                self.job_writer = self._start_forked(template, write_fd)
         except BaseException:  # no worker: leave nothing of this session behind
             os.close(read_fd)
             if self.cgroup is not None:
@@ -199,15 +188,30 @@ class WorkerSession:
                 except OSError:
                     self.cgroup.kill_all()
                     self.cgroup = None
-            try:
-                with job_writer:
-                    job_writer.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-            except (BrokenPipeError, OSError):
-                pass
         except BaseException:  # interrupted with a worker started: kill it and leave nothing behind
-            job_writer.close()
             self.close()
             raise
+
+    def begin(self, program: Program, start: int, stop: int | None = None, batched: bool = True) -> None:
+        """Send the job: run ``program``'s calls ``start`` to ``stop - 1`` (to the end by default), their results
+        sent in batches where ``batched``."""
+        self.batched = batched
+        remaining_limits = list(program.time_limits[start:]) or [0.0]
+        cpu_budget = self.limits.load_time_limit + sum(remaining_limits) + 5
+        job = {
+            "code": program.code, "entry_point": program.entry_point,
+            "calls": list(program.calls) if program.calls is not None else None,
+            "script": program.script, "time_limits": list(program.time_limits),
+            "load_time_limit": self.limits.load_time_limit, "limits": self.limits.rlimits(cpu_budget),
+            "start": start, "stop": program.n_calls if stop is None else stop, "landlock": self.landlock,
+            "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd, "batch": batched,
+            "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
+        }
+        try:
+            with self.job_writer:
+                self.job_writer.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+        except (BrokenPipeError, OSError):
+            pass  # a worker that died waiting: the engine finds it silent and starts another
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
@@ -244,6 +248,8 @@ class WorkerSession:
         return f"worker failed to start: {text or 'no output'}"
 
     def close(self) -> None:
+        """Kill the worker and its tree, and remove what the session made."""
+        self.job_writer.close()
         kill_tree(self.process, self.cgroup)
         if isinstance(self.process, ForkedWorker):
             self.process.release()

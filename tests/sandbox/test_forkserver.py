@@ -97,7 +97,8 @@ def test_a_worker_is_reaped_only_after_the_harness_releases_it(monkeypatch, tmp_
     monkeypatch.setenv(SWITCH, "auto")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     program = Program("import os\nos._exit(3)\n", None, calls=[()], time_limits=[5.0])
-    session = WorkerSession(program, SandboxLimits(), 0, [])
+    session = WorkerSession(SandboxLimits(), [])
+    session.begin(program, 0)
     pid = session.process.pid
     session.process.wait(5.0)
     time.sleep(0.3)  # time enough for the template to reap it, were it allowed to

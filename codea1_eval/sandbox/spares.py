@@ -1,0 +1,98 @@
+"""Workers started ahead and cleaned up behind: a slot's next worker is ready when its current program ends.
+
+Starting a worker (folder, progress page, cgroup, a fork of the template, which the running workers keep
+busy cores from scheduling) took a slot 2-5 ms of wall time on this 2-core machine, during which that
+slot ran nothing, and many programs take about 10 ms. A spare is a worker that waits, holding no job and
+not yet confined, until ``WorkerSession.begin`` sends it one; a background thread keeps one ready per
+slot, so starting it costs the same CPU at a moment the slots are busy anyway. The same thread cleans up
+after a worker the engine is done with (reaping it, its cgroup and files: about 1 ms), once ``retire`` has
+killed it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from codea1_eval.sandbox.records import SandboxLimits
+from codea1_eval.sandbox.session import WorkerSession
+
+
+class SpareWorkers:
+    """Spare workers for the programs of one ``Executor.map_unordered`` call: at most ``slots``, and never more
+    than the programs still waiting for their first worker; ``close`` kills the ones nobody took and finishes
+    every cleanup."""
+
+    def __init__(self, limits: SandboxLimits, hidden: list[Path], programs: int, slots: int):
+        self.limits = limits
+        self.hidden = hidden
+        self.waiting = programs  # programs that have not taken their first worker yet
+        self.slots = slots
+        self.ready: list[WorkerSession] = []
+        self.retired: list[WorkerSession] = []
+        self.starting = False  # the background thread is starting a spare
+        self.changed = threading.Condition()
+        self.closed = False
+        self.thread = threading.Thread(target=self._keep_ready, name="codea1-spare-workers", daemon=True)
+        self.thread.start()
+
+    def take(self, first: bool) -> WorkerSession:
+        """A worker for a program (``first``: its first one): a spare where one is ready, else a new one
+        (OSError where none can start)."""
+        with self.changed:
+            if first:
+                self.waiting -= 1
+            while self.starting and not self.ready:  # one is coming: no sooner to start another here
+                self.changed.wait()
+            spare = self.ready.pop() if self.ready else None
+            self.changed.notify_all()
+        return spare if spare is not None else WorkerSession(self.limits, self.hidden)
+
+    def retire(self, session: WorkerSession) -> None:
+        """Kill a worker the engine is done with, now; the rest of its cleanup runs on the background thread."""
+        session.process.kill()
+        with self.changed:
+            if not self.closed:
+                self.retired.append(session)
+                self.changed.notify_all()
+                return
+        session.close()
+
+    def _keep_ready(self) -> None:
+        while True:
+            with self.changed:
+                while not (self.closed or self.retired or len(self.ready) < min(self.slots, self.waiting)):
+                    self.changed.wait()
+                if self.closed:
+                    return
+                retired, self.retired = self.retired, []
+                self.starting = not retired
+            for session in retired:
+                session.close()
+            if retired:
+                continue
+            try:
+                spare = WorkerSession(self.limits, self.hidden)
+            except OSError:
+                spare = None  # no spares then: each program starts its own worker (and reports why it cannot)
+            with self.changed:
+                self.starting = False
+                self.changed.notify_all()
+                if spare is not None and not self.closed:
+                    self.ready.append(spare)
+                    continue
+            if spare is not None:
+                spare.close()
+            return
+
+    def close(self) -> None:
+        """Stop starting spares, kill the ones nobody took and finish every cleanup."""
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
+        self.thread.join()
+        with self.changed:
+            left = self.retired + self.ready
+            self.retired, self.ready = [], []
+        for session in left:
+            session.close()

@@ -1,0 +1,72 @@
+"""Workers started ahead (``sandbox/spares.py``): one per waiting program at most, none wasted, and none
+left alive, nor a folder of one, after a run, whether it ends or its consumer stops early."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+import psutil
+
+from codea1_eval.sandbox import spares as spares_module
+from codea1_eval.sandbox.engine import RETURNED, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.session import WorkerSession
+
+ADD_ONE = "def f(x):\n    return x + 1\n"
+
+
+def _counting_sessions(monkeypatch) -> list[WorkerSession]:
+    """Every worker the spares start, counted (each a real session)."""
+    started: list[WorkerSession] = []
+
+    class Counted(WorkerSession):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(spares_module, "WorkerSession", Counted)
+    return started
+
+
+def _workers_under(folder) -> list[int]:
+    """Live processes working in a session folder under ``folder``."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.cwd().startswith(str(folder)) and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _settled(folder, deadline_s: float = 5.0) -> tuple[list[int], list[str]]:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and (_workers_under(folder) or list(folder.iterdir())):
+        time.sleep(0.05)
+    return _workers_under(folder), sorted(path.name for path in folder.iterdir())
+
+
+def test_each_program_gets_one_worker_and_nothing_is_left_after_the_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    started = _counting_sessions(monkeypatch)
+    programs = [Program(ADD_ONE, "f", calls=[(n,)], time_limits=[5.0]) for n in range(7)]
+    results = Executor(SandboxLimits(), parallel=2).map(programs)
+    assert [r.calls[0].status for r in results] == [RETURNED] * 7
+    assert [r.calls[0].value for r in results] == [1, 2, 3, 4, 5, 6, 7]
+    # 7 programs, 7 workers: spares (started by the background thread) plus any a slot started itself
+    # when no spare was ready yet, never one that no program takes
+    assert len(started) <= 7 and sum(r.workers for r in results) == 7
+    assert _settled(tmp_path) == ([], [])
+
+
+def test_a_consumer_that_stops_early_leaves_no_worker_or_spare_behind(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    started = _counting_sessions(monkeypatch)
+    sleeper = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
+    programs = [Program(sleeper, "f", calls=[(0.3,)], time_limits=[5.0]) for _ in range(6)]
+    for _, result in Executor(SandboxLimits(), parallel=2).map_unordered(programs):
+        assert result.calls[0].value == 0.3
+        break  # the generator closes: unstarted programs are cancelled, spares killed
+    assert started, "spares were started while the first programs ran"
+    assert _settled(tmp_path) == ([], [])
