@@ -1,8 +1,7 @@
 """Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
 
-This file runs as a script and imports only the standard library, so it works inside bubblewrap and never imports
-the harness: ``python -I -S worker.py RESULT_FD`` is one worker in a fresh interpreter; ``python -I -S worker.py
---serve CONTROL_FD PATHS`` is a fork-server template that forks workers (``template.py``).
+A script that imports only the standard library (so it works inside bubblewrap and never imports the harness):
+``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
 
 Protocol. The parent writes one pickled job (parent -> child data is trusted) to stdin, or to a forked worker's job
 pipe: ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits": [float, ...],
@@ -13,9 +12,8 @@ length-prefixed JSON frames (child -> parent data is NOT trusted; the parent val
 ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls' ``{"k": "call", "i": index, "s":
 status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where ``batch``) as ``{"k": "calls", "r":
 [frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before the digest of a value too large to send
-(or a str over ``long_str``). Before each call the worker writes its index on the progress page. Values are JSON with
-tagged containers (``encode``); expected outputs never enter this process (a forged frame needs the right answer).
-"""
+(or a str over ``long_str``). Before each call the worker writes its index on the progress page. Values: JSON, tagged
+containers (``encode``). Expected outputs never enter this process (a forged frame needs the right answer)."""
 
 import json
 import marshal
@@ -162,12 +160,11 @@ BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): lo
 
 
 class Results:
-    """Call results on their way to the parent: each sent as it is made, or (``batched``) as one ``{"k": "calls", "r":
-    [...]}`` frame once a batch is held (1 call, doubled after each send up to BATCH_CALLS: an early failure, where the
-    parent may stop the list, comes at once), a call did not return, BATCH_CHARS of JSON are held or the first was held
-    BATCH_WINDOW_S (checked after each call, and by ``CallAlarm`` in a long one), before a "digesting" frame and at the
-    end. Results a dying worker still held are lost; the parent runs those calls again (``published_progress`` says
-    which call it died in)."""
+    """Call results (frames as JSON text) on their way to the parent: each sent as it is made, or (``batched``) as one
+    ``{"k": "calls", "r": [...]}`` frame once a batch is held (1 call, doubled after each send up to BATCH_CALLS: an
+    early failure, where the parent may stop the list, comes at once), a call did not return, BATCH_CHARS are held or
+    the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm`` in a long one), before a
+    "digesting" frame and at the end. A dying worker's held results are lost: the parent runs those calls again."""
 
     def __init__(self, channel, batched):
         self.channel = channel
@@ -175,13 +172,16 @@ class Results:
         self.held, self.chars, self.since = [], 0, 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
-    def add(self, frame):
-        text = self.channel.to_json(frame)  # here, so an unserialisable value is this call's error
+    def add(self, frame):  # made JSON here: an unserialisable value raises, and is this call's error
+        self.add_text(self.channel.to_json(frame), frame["s"] == "ok")
+
+    def add_text(self, text, returned=True):
+        """Hold one call's frame, as JSON ``text``; one that did not return (``returned`` False) goes at once."""
         if not self.held:
             self.since, self.chars = self.clock(), 0
         self.held.append(text)
         self.chars += len(text)
-        if (len(self.held) >= self.limit or frame["s"] != "ok" or self.chars >= BATCH_CHARS
+        if (len(self.held) >= self.limit or not returned or self.chars >= BATCH_CHARS
                 or self.clock() - self.since >= BATCH_WINDOW_S):
             self.flush()
 
@@ -243,13 +243,12 @@ class CallAlarm:
         self._arm(min(deadline, results.since + BATCH_WINDOW_S) if results.held else deadline, now)
 
 
-_CONFINEMENT = []
+_CONFINEMENT = []  # confinement(), once loaded
 
 
 def confinement():
-    """What confines a worker before its candidate runs (``confine.py`` beside this script: Landlock,
-    rlimits, stdio), loaded once: a template loads it before forking, with the policy's fixed paths opened
-    (``PREOPENED``) for its workers."""
+    """What confines a worker before its candidate runs (``confine.py`` beside this script: Landlock, rlimits, stdio),
+    loaded once: a template loads it before forking, with the policy's fixed paths opened (``PREOPENED``)."""
     if not _CONFINEMENT:
         _CONFINEMENT.append(sibling("confine"))
     return _CONFINEMENT[0]
@@ -263,10 +262,9 @@ def _describe(exc):
 
 
 class _LazySite:
-    """The worker starts with -S: site-packages and their .pth hooks (editable installs, namespace packages, vendor
-    hooks) cost ~40 ms per worker here and most candidates import only the standard library. This last meta-path
-    finder runs ``site.main()`` on the first import the standard library cannot satisfy, then retries it (so a
-    candidate sees the same modules as with site)."""
+    """The worker starts with -S: site-packages' .pth hooks cost ~40 ms per worker here and most candidates import
+    only the standard library. This last meta-path finder runs ``site.main()`` on the first import the standard
+    library cannot satisfy, then retries it (so a candidate sees the same modules as with site)."""
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):
@@ -363,8 +361,10 @@ def main(result_fd, job, progress_fd=None):
                 stop()
             elapsed = clock() - started
             kind = kind_of(value)
-            if (kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is str and len(value) <= long_str
-                    or value is None or kind is bool or kind is float and value - value == 0.0):  # plain (finite)
+            if kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is float and value - value == 0.0:
+                results.add_text(f'{{"k":"call","i":{index},"s":"ok","v":{value!r},"t":{elapsed!r}}}')  # as to_json
+                continue
+            if kind is str and len(value) <= long_str or value is None or kind is bool:  # plain: JSON as it is
                 encoded = value
             else:
                 try:

@@ -1,5 +1,7 @@
 """Engine control flow: jumps requested by `Program.next_call` and evalplus-style fail-fast scoring."""
 
+import math
+
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.judging import candidate_program, compute_ground_truth, judge
 from codea1_eval.sandbox import Executor, Program, run_program
@@ -135,3 +137,17 @@ def test_a_call_after_the_candidate_disarmed_the_timer_still_has_its_own_limit()
     result = run_program(program)
     assert [c.status for c in result.calls] == ["returned", "timeout"]
     assert result.calls[1].error == "per-call time limit exceeded"
+
+
+def test_returned_numbers_and_scalars_come_back_exactly_as_returned():
+    """Plain ints and finite floats leave the worker as JSON text written directly (not through the encoder):
+    the edges of that path come back with their exact type and value."""
+    values = [0, -1, 2**53 - 1, -(2**53 - 1), 2**53, -(2**53), 1.5, -0.0, 1e16, 1e-300, 5e-324,
+              1.7976931348623157e308, 0.1 + 0.2, float("inf"), True, None, "x\u00e9\"\\"]
+    code = f"VALUES = {values!r}\ndef f(i):\n    return VALUES[i]\n".replace("inf", "float('inf')")
+    program = Program(code, "f", calls=[(i,) for i in range(len(values))], time_limits=[1.0] * len(values))
+    result = run_program(program)
+    returned = [call.value for call in result.calls]
+    assert [type(value) for value in returned] == [type(value) for value in values]
+    assert returned == values
+    assert math.copysign(1.0, returned[7]) == -1.0  # -0.0 stays negative
