@@ -32,15 +32,20 @@ class SandboxLimits:
     """What a benchmark's own harness lets its programs do that Landlock would stop (``sandbox/landlock.py``:
     ``tcp``, ``tmp``); empty for every benchmark but BigCodeBench."""
 
-    def rlimits(self, cpu_seconds: float) -> dict[str, int]:
+    def rlimits(self) -> dict[str, int]:
+        """A worker's rlimits, set as it starts; its CPU time's (``cpu_rlimit``) comes with its job."""
         mib = 1024 * 1024
         return {
             "RLIMIT_AS": self.memory_mb * mib,
             "RLIMIT_FSIZE": self.file_size_mb * mib,
             "RLIMIT_NOFILE": self.open_files,
             "RLIMIT_CORE": 0,
-            "RLIMIT_CPU": int(cpu_seconds) + 1,
         }
+
+    @staticmethod
+    def cpu_rlimit(cpu_seconds: float) -> dict[str, int]:
+        """The CPU-time rlimit of a job that may run ``cpu_seconds``."""
+        return {"RLIMIT_CPU": int(cpu_seconds) + 1}
 
 
 @dataclass

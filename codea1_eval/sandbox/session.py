@@ -182,15 +182,34 @@ class WorkerSession:
             os.close(write_fd)
         try:
             if self.cgroup is not None:
-                # The worker reads its job before running anything, so moving it now races with nothing.
+                # The worker reads its setup before running anything, so moving it now races with nothing.
                 try:
                     self.cgroup.add(self.process.pid)
                 except OSError:
                     self.cgroup.kill_all()
                     self.cgroup = None
+            self._send({"landlock": self.landlock, "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
+                        "limits": limits.rlimits()})
         except BaseException:  # interrupted with a worker started: kill it and leave nothing behind
             self.close()
             raise
+
+    def _send(self, message: dict, last: bool = False) -> None:
+        """Write one pickled message to the worker (``last``: then close the pipe). A worker that died waiting takes
+        no message: the engine finds it silent and starts another."""
+        try:
+            self.job_writer.write(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+            self.job_writer.flush()
+        except OSError:
+            pass
+        if last:
+            self._close_job_pipe()
+
+    def _close_job_pipe(self) -> None:
+        try:
+            self.job_writer.close()
+        except OSError:  # what it still held could not be written: the worker is gone
+            pass
 
     def begin(self, program: Program, start: int, stop: int | None = None, batched: bool = True) -> None:
         """Send the job: run ``program``'s calls ``start`` to ``stop - 1`` (to the end by default), their results
@@ -198,20 +217,14 @@ class WorkerSession:
         self.batched = batched
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = self.limits.load_time_limit + sum(remaining_limits) + 5
-        job = {
+        self._send({
             "code": program.code, "entry_point": program.entry_point,
             "calls": list(program.calls) if program.calls is not None else None,
             "script": program.script, "time_limits": list(program.time_limits),
-            "load_time_limit": self.limits.load_time_limit, "limits": self.limits.rlimits(cpu_budget),
-            "start": start, "stop": program.n_calls if stop is None else stop, "landlock": self.landlock,
-            "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd, "batch": batched,
+            "load_time_limit": self.limits.load_time_limit, "limits": self.limits.cpu_rlimit(cpu_budget),
+            "start": start, "stop": program.n_calls if stop is None else stop, "batch": batched,
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
-        }
-        try:
-            with self.job_writer:
-                self.job_writer.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-        except (BrokenPipeError, OSError):
-            pass  # a worker that died waiting: the engine finds it silent and starts another
+        }, last=True)
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
@@ -249,7 +262,7 @@ class WorkerSession:
 
     def close(self) -> None:
         """Kill the worker and its tree, and remove what the session made."""
-        self.job_writer.close()
+        self._close_job_pipe()
         kill_tree(self.process, self.cgroup)
         if isinstance(self.process, ForkedWorker):
             self.process.release()

@@ -8,7 +8,6 @@ harness sends each job straight to the forked worker's own pipe.
 import gc
 import json
 import os
-import pickle
 import signal
 import socket
 import struct
@@ -109,9 +108,7 @@ def _run_forked(worker, control, workdir, fds):
         os.chdir(workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = os.fsdecode(workdir)
         sys.argv[:] = [worker.__file__, str(result_fd)]  # what a fresh worker's candidate sees
-        with os.fdopen(job_fd, "rb") as job_stream:
-            job = pickle.load(job_stream)
-        worker.main(result_fd, job, progress_fd)
+        worker.main(result_fd, os.fdopen(job_fd, "rb"), progress_fd)
         status = 0
     except BaseException:
         try:

@@ -3,17 +3,17 @@
 A script that imports only the standard library (so it works inside bubblewrap and never imports the harness):
 ``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
 
-Protocol. The parent writes one pickled job (parent -> child data is trusted) to stdin, or to a forked worker's job
-pipe: ``{"code", "entry_point", "calls": [args tuple, ...] | None, "script": str | None, "time_limits": [float, ...],
-"load_time_limit": float, "limits": {...}, "start": int, "stop": int, "landlock": {...} | None, "private_tmp": folder |
-None, "progress_fd": int, "batch": bool, "long_str": int}`` (see ``confine.py``, ``private_tmp.py`` and
-``session.Progress``); the worker runs calls ``start`` to ``stop - 1``. The child answers on RESULT_FD with
-length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k": "hello"}``,
-``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then the calls' ``{"k": "call", "i": index, "s":
-status, "v": value, "e": error, "t": seconds}`` frames, sent (in batches where ``batch``) as ``{"k": "calls", "r":
-[frame, ...]}`` (``Results``), with ``{"k": "digesting", "i": index}`` before the digest of a value too large to send
-(or a str over ``long_str``). Before each call the worker writes its index on the progress page. Values: JSON, tagged
-containers (``encode``). Expected outputs never enter this process (a forged frame needs the right answer)."""
+Protocol. The parent writes two pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the
+setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
+``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
+str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
+"long_str": int}`` (calls ``start`` to ``stop - 1``). The child answers on RESULT_FD with length-prefixed JSON frames
+(child -> parent data is NOT trusted; the parent validates every frame): ``{"k": "hello"}``, ``{"k": "ready"}`` or
+``{"k": "load", "s": status, "e": error}``, then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t":
+seconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
+"digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before each call
+the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
+enter this process (a forged frame needs the right answer)."""
 
 import json
 import marshal
@@ -218,10 +218,6 @@ class CallAlarm:
     def stop(self):
         self.deadline = None
 
-    def disarm(self):
-        self.set_timer(signal.ITIMER_REAL, 0)
-        self.armed = None
-
     def _arm(self, due, now):
         self.set_timer(signal.ITIMER_REAL, max(due - now, 1e-6))
         self.armed = due
@@ -290,8 +286,7 @@ def _lite_site():
 
 
 def sibling(name):
-    """The harness's script ``name``.py beside this one, run as a module (``-I`` keeps this folder off
-    sys.path; compiling it here costs a fresh worker less than importing importlib.util, ~6 ms)."""
+    """The harness's script ``name``.py beside this one, run as a module (``-I`` keeps this folder off sys.path)."""
     path = os.path.join(os.path.dirname(__file__), name + ".py")
     module = type(sys)("codea1_" + name)
     module.__file__ = path
@@ -307,25 +302,30 @@ def published_progress(progress_fd):
     return memoryview(page).cast("q")
 
 
-def main(result_fd, job, progress_fd=None):
-    """Run one job, answering on ``result_fd`` and publishing the call in progress on ``progress_fd`` (a forked
-    worker's, from its template; a fresh worker inherits the harness's, numbered in the job)."""
+def main(result_fd, stream, progress_fd=None):
+    """Read the setup from ``stream`` and confine this worker as it says, greet the parent on ``result_fd``, then read
+    the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
+    fresh worker inherits the harness's, numbered in the setup). A spare worker waits for its job confined."""
+    setup = pickle.load(stream)
     channel = Channel(result_fd)
-    call_index = published_progress(job["progress_fd"] if progress_fd is None else progress_fd)
-    if job["private_tmp"] is not None:
-        sibling("private_tmp").isolate_tmp(job["private_tmp"])
+    call_index = published_progress(setup["progress_fd"] if progress_fd is None else progress_fd)
+    if setup["private_tmp"] is not None:
+        sibling("private_tmp").isolate_tmp(setup["private_tmp"])
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
     confining = confinement()
-    if job["landlock"] is not None:
-        confining.confine(job["landlock"])
+    if setup["landlock"] is not None:
+        confining.confine(setup["landlock"])
     confining.close_preopened()
     confining.silence_stdio()
-    confining.apply_limits(job["limits"])
-    results = Results(channel, job["batch"])
-    alarm = CallAlarm(results)
+    confining.apply_limits(setup["limits"])
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     sys.set_int_max_str_digits(0)
     channel.send({"k": "hello"})
+    job = pickle.load(stream)
+    stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
+    confining.apply_limits(job["limits"])
+    results = Results(channel, job["batch"])
+    alarm = CallAlarm(results)
 
     # The candidate runs as module __main__, registered in sys.modules so that pickling its own functions
     # and classes works (multiprocessing in BigCodeBench tasks), as in a script run directly.
@@ -387,7 +387,7 @@ def main(result_fd, job, progress_fd=None):
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             results.add({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
                          "t": frame.get("t", 0.0)})
-    alarm.disarm()
+    alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
 
 
@@ -396,4 +396,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--serve":  # a fork-server template (template.py) whose forked workers run main()
         sibling("template").serve(sys.modules[__name__], int(sys.argv[2]), json.loads(sys.argv[3]))
     else:
-        main(int(sys.argv[1]), pickle.load(sys.stdin.buffer))
+        main(int(sys.argv[1]), os.fdopen(os.dup(0), "rb"))  # the job comes after the setup, once 0 is /dev/null

@@ -3,6 +3,7 @@ left alive, nor a folder of one, after a run, whether it ends or its consumer st
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 
@@ -70,3 +71,25 @@ def test_a_consumer_that_stops_early_leaves_no_worker_or_spare_behind(monkeypatc
         break  # the generator closes: unstarted programs are cancelled, spares killed
     assert started, "spares were started while the first programs ran"
     assert _settled(tmp_path) == ([], [])
+
+
+def test_a_started_worker_waits_for_its_job_confined(monkeypatch, tmp_path):
+    """A worker started ahead applies its setup (rlimits, stdio on /dev/null; Landlock where the kernel has it) and
+    greets before any job exists, so a spare never waits unconfined; the job then runs as usual."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    limits = SandboxLimits()
+    session = WorkerSession(limits, [])
+    try:
+        assert session.reader.next_frame(time.monotonic() + 30) == {"k": "hello"}
+        process = psutil.Process(session.process.pid)
+        assert process.rlimit(psutil.RLIMIT_NOFILE)[0] == limits.open_files
+        assert process.rlimit(psutil.RLIMIT_AS)[0] == limits.memory_mb * 1024 * 1024
+        assert process.rlimit(psutil.RLIMIT_CPU)[0] == psutil.RLIM_INFINITY  # the job's own comes with the job
+        assert os.readlink(f"/proc/{process.pid}/fd/1") == "/dev/null"
+        session.begin(Program(ADD_ONE, "f", calls=[(41,)], time_limits=[5.0]), 0)
+        assert session.reader.next_frame(time.monotonic() + 30) == {"k": "ready"}
+        call = session.reader.next_frame(time.monotonic() + 30)
+        assert (call["k"], call["i"], call["s"], call["v"]) == ("call", 0, "ok", 42)
+        assert process.rlimit(psutil.RLIMIT_CPU)[0] == int(limits.load_time_limit + 5.0 + 5) + 1
+    finally:
+        session.close()
