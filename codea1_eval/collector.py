@@ -25,7 +25,8 @@ _restore: tuple[tuple[int, ...], bool] | None = None
 def bulk_work() -> Iterator[None]:
     """Within: the objects alive on entry are left out of the collector's passes (``gc.freeze``, unless the
     process froze some itself) and passes come at ``BULK_THRESHOLDS``; both are undone when the last of
-    nested or concurrent users leaves. Cycles made meanwhile are still collected, less often."""
+    nested or concurrent users leaves (what anyone froze meanwhile is unfrozen with the rest). Cycles made meanwhile
+    are still collected, less often."""
     global _users, _restore
     with _lock:
         if _users == 0:

@@ -88,8 +88,10 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             continue
         workers += 1
         try:
-            session.begin(program, next_call, stop, batched)
-            outcome = _drive(session, program, limits, next_call, stop, results, total_deadline)
+            if session.begin(program, next_call, stop, batched):
+                outcome = _drive(session, program, limits, next_call, stop, results, total_deadline)
+            else:
+                outcome = SANDBOX_ERROR, next_call, "the worker died before its job came"
         finally:
             if spares is not None:
                 spares.retire(session)
@@ -324,15 +326,19 @@ class Executor:
         programs = list(programs)
         order = sorted(range(len(programs)), key=lambda index: -programs[index].expected_seconds)
         pool = ThreadPoolExecutor(self.parallel)
-        spares = SpareWorkers(self.limits, self.hidden, len(programs), self.parallel)
+        spares = None
         try:
+            spares = SpareWorkers(self.limits, self.hidden, len(programs), self.parallel)
             with bulk_work():  # a result per call: no collector passes over the caller's (large) heap meanwhile
                 futures = {pool.submit(self.run, programs[i], spares): i for i in order}
                 for future in as_completed(futures):
                     yield futures[future], future.result()
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            spares.close()
+            try:
+                pool.shutdown(wait=True, cancel_futures=True)
+            finally:
+                if spares is not None:
+                    spares.close()
 
     def map(self, programs: Iterable[Program]) -> list[ExecResult]:
         """Run programs concurrently; return results in input order."""

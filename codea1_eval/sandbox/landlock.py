@@ -123,7 +123,7 @@ def readable_folders() -> tuple[str, ...]:
 
 
 def worker_policy(isolation: str, workdir: Path, grants: Sequence[str] = ()) -> dict | None:
-    """The job's ``landlock`` entry for a worker in ``workdir`` (None: the worker does not confine itself)."""
+    """The ``landlock`` entry of the setup of a worker in ``workdir`` (None: the worker does not confine itself)."""
     abi = abi_in_force(isolation)
     if not abi:
         return None

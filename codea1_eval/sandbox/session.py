@@ -194,16 +194,17 @@ class WorkerSession:
             self.close()
             raise
 
-    def _send(self, message: dict, last: bool = False) -> None:
-        """Write one pickled message to the worker (``last``: then close the pipe). A worker that died waiting takes
-        no message: the engine finds it silent and starts another."""
+    def _send(self, message: dict, last: bool = False) -> bool:
+        """Write one pickled message to the worker (``last``: then close the pipe); False where the worker is gone."""
         try:
             self.job_writer.write(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
             self.job_writer.flush()
+            delivered = True
         except OSError:
-            pass
+            delivered = False
         if last:
             self._close_job_pipe()
+        return delivered
 
     def _close_job_pipe(self) -> None:
         try:
@@ -211,13 +212,14 @@ class WorkerSession:
         except OSError:  # what it still held could not be written: the worker is gone
             pass
 
-    def begin(self, program: Program, start: int, stop: int | None = None, batched: bool = True) -> None:
+    def begin(self, program: Program, start: int, stop: int | None = None, batched: bool = True) -> bool:
         """Send the job: run ``program``'s calls ``start`` to ``stop - 1`` (to the end by default), their results
-        sent in batches where ``batched``."""
+        sent in batches where ``batched``. False where the worker died before its job (a spare the OOM killer
+        took, say): the sandbox's failure, not the program's."""
         self.batched = batched
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = self.limits.load_time_limit + sum(remaining_limits) + 5
-        self._send({
+        return self._send({
             "code": program.code, "entry_point": program.entry_point,
             "calls": list(program.calls) if program.calls is not None else None,
             "script": program.script, "time_limits": list(program.time_limits),

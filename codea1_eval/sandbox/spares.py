@@ -2,15 +2,17 @@
 
 Starting a worker (folder, progress page, cgroup, a fork of the template, which the running workers keep
 busy cores from scheduling) took a slot 2-5 ms of wall time on this 2-core machine, during which that
-slot ran nothing, and many programs take about 10 ms. A spare is a worker that waits, holding no job and
-not yet confined, until ``WorkerSession.begin`` sends it one; a background thread keeps one ready per
-slot, so starting it costs the same CPU at a moment the slots are busy anyway. The same thread cleans up
-after a worker the engine is done with (reaping it, its cgroup and files: about 1 ms), once ``retire`` has
-killed it.
+slot ran nothing, and many programs take about 10 ms. A spare is a worker that has its setup, has confined
+itself and waits, holding no job, until ``WorkerSession.begin`` sends it one; a background thread keeps one
+ready per slot, so starting it costs the same CPU at a moment the slots are busy anyway. The same thread
+cleans up after a worker the engine is done with (reaping it, its cgroup and files: about 1 ms), once
+``retire`` has killed it and its process group.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -31,6 +33,7 @@ class SpareWorkers:
         self.ready: list[WorkerSession] = []
         self.retired: list[WorkerSession] = []
         self.starting = False  # the background thread is starting a spare
+        self.making = True  # False once a spare could not start: programs then start their own workers
         self.changed = threading.Condition()
         self.closed = False
         self.thread = threading.Thread(target=self._keep_ready, name="codea1-spare-workers", daemon=True)
@@ -49,8 +52,13 @@ class SpareWorkers:
         return spare if spare is not None else WorkerSession(self.limits, self.hidden)
 
     def retire(self, session: WorkerSession) -> None:
-        """Kill a worker the engine is done with, now; the rest of its cleanup runs on the background thread."""
+        """Kill a worker the engine is done with, and its process group, now; the rest of its cleanup (its cgroup,
+        whatever left the group, its files) runs on the background thread."""
         session.process.kill()
+        try:
+            os.killpg(session.process.pid, signal.SIGKILL)  # it leads its own session; not reaped yet, so still its
+        except OSError:
+            pass
         with self.changed:
             if not self.closed:
                 self.retired.append(session)
@@ -59,31 +67,38 @@ class SpareWorkers:
         session.close()
 
     def _keep_ready(self) -> None:
+        """Until ``close``: clean up retired workers, and start a spare whenever the programs still waiting need
+        more than are ready. A spare that cannot start is not an error here: from then on each program starts
+        its own worker, which reports why it cannot."""
         while True:
             with self.changed:
-                while not (self.closed or self.retired or len(self.ready) < min(self.slots, self.waiting)):
+                while not (self.closed or self.retired or self.making and len(self.ready) < min(self.slots,
+                                                                                                 self.waiting)):
                     self.changed.wait()
                 if self.closed:
                     return
                 retired, self.retired = self.retired, []
                 self.starting = not retired
             for session in retired:
-                session.close()
-            if retired:
-                continue
-            try:
-                spare = WorkerSession(self.limits, self.hidden)
-            except OSError:
-                spare = None  # no spares then: each program starts its own worker (and reports why it cannot)
+                _close(session)
+            if not retired:
+                self._start_one()
+
+    def _start_one(self) -> None:
+        spare = None
+        try:
+            spare = WorkerSession(self.limits, self.hidden)
+        except Exception:
+            self.making = False
+        finally:
             with self.changed:
                 self.starting = False
                 self.changed.notify_all()
                 if spare is not None and not self.closed:
                     self.ready.append(spare)
-                    continue
-            if spare is not None:
-                spare.close()
-            return
+                    spare = None
+        if spare is not None:
+            _close(spare)
 
     def close(self) -> None:
         """Stop starting spares, kill the ones nobody took and finish every cleanup."""
@@ -95,4 +110,12 @@ class SpareWorkers:
             left = self.retired + self.ready
             self.retired, self.ready = [], []
         for session in left:
-            session.close()
+            _close(session)
+
+
+def _close(session: WorkerSession) -> None:
+    """``session.close()``, where an error (a cleanup the kernel refused) must not stop the cleanups after it."""
+    try:
+        session.close()
+    except Exception:
+        pass

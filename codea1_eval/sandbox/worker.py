@@ -362,10 +362,9 @@ def main(result_fd, stream, progress_fd=None):
             elapsed = clock() - started
             kind = kind_of(value)
             if kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is float and value - value == 0.0:
-                results.add_text(f'{{"k":"call","i":{index},"s":"ok","v":{value!r},"t":{elapsed!r}}}')  # as to_json
-                continue
-            if kind is str and len(value) <= long_str or value is None or kind is bool:  # plain: JSON as it is
-                encoded = value
+                frame = f'{{"k":"call","i":{index},"s":"ok","v":{value!r},"t":{elapsed!r}}}'  # its JSON, as to_json
+            elif kind is str and len(value) <= long_str or value is None or kind is bool:  # plain: JSON as it is
+                frame = {"k": "call", "i": index, "s": "ok", "v": value, "t": elapsed}
             else:
                 try:
                     if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==)
@@ -375,15 +374,15 @@ def main(result_fd, stream, progress_fd=None):
                     results.flush()
                     channel.send({"k": "digesting", "i": index})
                     encoded = digest(value)
-            frame = {"k": "call", "i": index, "s": "ok", "v": encoded, "t": elapsed}
+                frame = {"k": "call", "i": index, "s": "ok", "v": encoded, "t": elapsed}
         except CallTimeout:
             frame = {"k": "call", "i": index, "s": "timeout", "t": clock() - started}
         except AssertionError as exc:
             frame = {"k": "call", "i": index, "s": "fail", "e": _describe(exc), "t": clock() - started}
         except BaseException as exc:
             frame = {"k": "call", "i": index, "s": "error", "e": _describe(exc), "t": clock() - started}
-        try:
-            results.add(frame)
+        try:  # sent after the call's own try, so a failed send is never taken for the call's error
+            results.add_text(frame) if kind_of(frame) is str else results.add(frame)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             results.add({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
                          "t": frame.get("t", 0.0)})

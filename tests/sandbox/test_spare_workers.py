@@ -4,14 +4,16 @@ left alive, nor a folder of one, after a run, whether it ends or its consumer st
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import time
 
 import psutil
 
 from codea1_eval.sandbox import spares as spares_module
-from codea1_eval.sandbox.engine import RETURNED, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.engine import OK, RETURNED, Executor, Program, SandboxLimits, run_program
 from codea1_eval.sandbox.session import WorkerSession
+from codea1_eval.sandbox.spares import SpareWorkers
 
 ADD_ONE = "def f(x):\n    return x + 1\n"
 
@@ -93,3 +95,25 @@ def test_a_started_worker_waits_for_its_job_confined(monkeypatch, tmp_path):
         assert process.rlimit(psutil.RLIMIT_CPU)[0] == int(limits.load_time_limit + 5.0 + 5) + 1
     finally:
         session.close()
+
+
+def test_a_spare_that_died_waiting_is_the_sandbox_s_failure_not_the_program_s(monkeypatch, tmp_path):
+    """A spare killed before its job (the OOM killer, say) costs a retry on another worker: the program's calls
+    return as usual, and nothing is blamed on its code."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spares = SpareWorkers(SandboxLimits(), [], programs=2, slots=1)
+    try:
+        deadline = time.monotonic() + 30
+        while not spares.ready and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert spares.ready, "a spare was started for the waiting programs"
+        doomed = spares.ready[0].process
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait(5.0)
+        result = run_program(Program(ADD_ONE, "f", calls=[(1,), (2,)], time_limits=[5.0] * 2), SandboxLimits(),
+                             spares=spares)
+    finally:
+        spares.close()
+    assert result.status == OK and [call.value for call in result.calls] == [2, 3]
+    assert result.workers == 1  # the dead spare is not counted as the program's worker
+    assert _settled(tmp_path) == ([], [])
