@@ -146,8 +146,9 @@ class Progress:
 
 class WorkerSession:
     """One worker process: started here, forked from the level's template where there is one (``forkserver.py``),
-    else a fresh interpreter wrapped by the isolation level; it waits for its job until ``begin`` sends one (so a
-    worker can be started ahead, while another runs: ``SpareWorkers``)."""
+    else a fresh interpreter wrapped by the isolation level. It gets its setup at once, confines itself, greets and
+    waits for its job until ``begin`` sends one (so a worker can be started ahead, while another runs:
+    ``spares.SpareWorkers``)."""
 
     def __init__(self, limits: SandboxLimits, hidden: list[Path]):
         self.limits = limits

@@ -13,11 +13,11 @@ def test_bulk_work_freezes_and_raises_thresholds_then_restores_them():
     alive_before = [object() for _ in range(10)]  # noqa: F841 - objects alive on entry
     with bulk_work():
         assert gc.get_threshold() == BULK_THRESHOLDS
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert gc.get_freeze_count() > 0
         with bulk_work():  # nested: nothing changes, and leaving it undoes nothing
             assert gc.get_threshold() == BULK_THRESHOLDS
-        assert gc.get_threshold() == BULK_THRESHOLDS and gc.get_freeze_count() == frozen
+        # still frozen (the count itself drops as frozen objects die, so only its being non-zero is pinned)
+        assert gc.get_threshold() == BULK_THRESHOLDS and gc.get_freeze_count() > 0
     assert gc.get_threshold() == (700, 10, 10)
     assert gc.get_freeze_count() == 0
 
@@ -25,9 +25,8 @@ def test_bulk_work_freezes_and_raises_thresholds_then_restores_them():
 def test_a_process_that_froze_its_own_heap_keeps_it_frozen():
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
         with bulk_work():
             pass
-        assert gc.get_freeze_count() == frozen  # bulk_work never unfreezes what it did not freeze
+        assert gc.get_freeze_count() > 0  # bulk_work never unfreezes what it did not freeze
     finally:
         gc.unfreeze()
