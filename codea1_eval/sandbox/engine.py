@@ -91,7 +91,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             if session.begin(program, next_call, stop, batched):
                 outcome = _drive(session, program, limits, next_call, stop, results, total_deadline)
             else:
-                outcome = SANDBOX_ERROR, next_call, "the worker died before its job came"
+                outcome = SANDBOX_ERROR, next_call, session.startup_error()  # it died before its job came
         finally:
             if spares is not None:
                 spares.retire(session)
