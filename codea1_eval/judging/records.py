@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 PASS, FAIL = "pass", "fail"
 
@@ -12,7 +12,7 @@ PASS, FAIL = "pass", "fail"
 class GroundTruth:
     """Expected value and reference wall time of every input (or test call) of one problem."""
 
-    outputs: list[Any]
+    outputs: Sequence[Any]
     times: list[float]
     ok: bool
     error: str | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import abc
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -255,11 +256,25 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
     return OK
 
 
-def digest_allowances(expected_outputs: Sequence[Any]) -> list[float]:
+def digest_allowances(expected_outputs: Sequence[Any]) -> Sequence[float]:
     """``Program.digest_time_limits`` for a candidate judged against ``expected_outputs``: hashing time only
     where the expected value itself arrived as a digest (a right answer is then as large), and for a str only
-    ``STR_DIGEST_TIME_S``: a forged "digesting" frame can stretch a call by no more than a right answer needs."""
-    return [_hashing_time(value) for value in expected_outputs]
+    ``STR_DIGEST_TIME_S``: a forged "digesting" frame can stretch a call by no more than a right answer needs.
+    A view, read only when a "digesting" frame comes: building a program decodes no cached expected output."""
+    return _DigestAllowances(expected_outputs)
+
+
+class _DigestAllowances(abc.Sequence):
+    def __init__(self, expected_outputs: Sequence[Any]):
+        self.expected_outputs = expected_outputs
+
+    def __len__(self) -> int:
+        return len(self.expected_outputs)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [_hashing_time(value) for value in self.expected_outputs[index]]
+        return _hashing_time(self.expected_outputs[index])
 
 
 def _hashing_time(expected: Any) -> float:

@@ -196,6 +196,16 @@ def template_for(isolation: str) -> Template | None:
     return template
 
 
+def prestart(isolation: str) -> None:
+    """Start ``isolation``'s template now (it readies itself while the caller goes on): a command does so before
+    loading its benchmark, so that its canary finds the template ready (~60 ms less start-up). A template that
+    cannot start is left for the canary to report, with its reason."""
+    try:
+        template_for(isolation)
+    except (OSError, UserError):
+        pass
+
+
 def template_pids() -> list[int]:
     """The pids of this process's live templates (they run no candidate code)."""
     with _TEMPLATES_LOCK:

@@ -123,4 +123,4 @@ def test_allow_failing_references_skips_them_and_scores_the_rest(tmp_path, data_
                     env={**os.environ, "CODEA1_CACHE_DIR": str(tmp_path / "cache")})
     assert one_task.returncode == 0, one_task.stderr
     # the ground truth of HumanEval/0 alone is cached; the one with a failing must-pass reference never was
-    assert len(list((tmp_path / "cache" / "groundtruth").glob("humaneval+-*.json"))) == 1
+    assert len(list((tmp_path / "cache" / "groundtruth").glob("humaneval+-*.jsonl"))) == 1

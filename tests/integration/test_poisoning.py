@@ -29,12 +29,12 @@ TASKS = 2
 
 PLANT = "open({cache!r} + '/planted.py', 'w').write('import os')"
 POISON_GROUND_TRUTH = """
-import glob, json
-for path in glob.glob({cache!r} + '/groundtruth/*.json'):
-    data = json.load(open(path))
-    for record in data['truth'].values():
-        record['outputs'] = [None] * len(record['outputs'])
-    json.dump(data, open(path, 'w'))
+import glob, hashlib, json
+for path in glob.glob({cache!r} + '/groundtruth/*.jsonl'):
+    header = json.loads(open(path).readline())
+    body = ''.join(json.dumps([None] * task['n_outputs']) + '\\n' for task in header['tasks'])
+    header['sha256'] = hashlib.sha256(body.encode()).hexdigest()
+    open(path, 'w').write(json.dumps(header) + '\\n' + body)
 """
 FORGE_RECORD = """
 record = {{"schema": 1, "key": {key!r}, "task_id": {task_id!r}, "base_status": "pass", "plus_status": "pass",

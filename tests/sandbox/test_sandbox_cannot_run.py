@@ -154,5 +154,5 @@ def test_ground_truth_cache_is_keyed_by_the_isolation_level(tmp_path, monkeypatc
     benchmark = load_benchmark("humaneval+", data_dir).limit(2)
     process = compute_ground_truth(benchmark, Executor(SandboxLimits(isolation="process"), parallel=1))
     bwrap = compute_ground_truth(benchmark, Executor(SandboxLimits(isolation="bwrap"), parallel=1))
-    assert len(list((tmp_path / "cache" / "groundtruth").glob("humaneval+-*.json"))) == 2  # one per level
+    assert len(list((tmp_path / "cache" / "groundtruth").glob("humaneval+-*.jsonl"))) == 2  # one per level
     assert [t.outputs for t in process.values()] == [t.outputs for t in bwrap.values()]

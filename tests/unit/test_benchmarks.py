@@ -99,4 +99,4 @@ def test_only_inputs_with_a_digested_expected_value_allow_hashing_time():
 
     problem = Problem("t/0", "q", "f", "def f(x): return x", inputs=[[1], [2]], n_base=1)
     truth = GroundTruth(outputs=[1, Digest("list", "ab" * 32)], times=[0.1, 0.1], ok=True)
-    assert candidate_program(problem, truth, problem.reference).digest_time_limits == [0.0, DIGEST_TIME_S]
+    assert list(candidate_program(problem, truth, problem.reference).digest_time_limits) == [0.0, DIGEST_TIME_S]

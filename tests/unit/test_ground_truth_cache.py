@@ -9,9 +9,12 @@ import os
 import pickle
 
 import numpy as np
+import pytest
 
 from codea1_eval.benchmarks.base import Benchmark, Problem
+from codea1_eval.errors import UserError
 from codea1_eval.judging import compute_ground_truth
+from codea1_eval.judging.groundtruth import CachedOutputs, _pack_floats, _unpack_floats
 from codea1_eval.sandbox import Executor
 from codea1_eval.sandbox.values import Digest, Opaque, decode, encode_value
 
@@ -45,14 +48,30 @@ def test_the_cache_is_json_and_a_planted_file_is_ignored(tmp_path, monkeypatch):
     executor = Executor(parallel=1)
     first = compute_ground_truth(benchmark, executor)
     assert first["t/0"].outputs == [[1, (1, 1)], [2, (2, 2)]] and first["t/0"].ok
-    [cached] = (tmp_path / "cache" / "groundtruth").glob("humaneval+-*.json")
-    assert json.loads(cached.read_text())["truth"]["t/0"]["ok"] is True
-    # a candidate that could write there: a pickle where the old cache was, junk or another task in the JSON
+    [cached] = (tmp_path / "cache" / "groundtruth").glob("humaneval+-*.jsonl")
+    header, outputs, end = cached.read_text().split("\n")
+    [task] = json.loads(header)["tasks"]
+    assert task == {"task_id": "t/0", "times": task["times"], "ok": True, "error": None, "n_outputs": 2}
+    assert _unpack_floats(task["times"]) == first["t/0"].times and len(first["t/0"].times) == 2
+    assert json.loads(outputs) == [[1, {"$": "tuple", "v": [1, 1]}], [2, {"$": "tuple", "v": [2, 2]}]] and end == ""
+    # a candidate that could write there: a pickle where the old cache was, junk, another task, damaged outputs
     cached.with_suffix(".pkl").write_bytes(pickle.dumps(_Bomb()))
     for planted in ("{not json", json.dumps({"schema": 4, "key": "other", "truth": {}}),
-                    cached.read_text().replace('"t/0"', '"t/9"')):
+                    cached.read_text().replace('"t/0"', '"t/9"'), cached.read_text().replace("[2, ", "[3, ")):
         cached.write_text(planted)
         again = compute_ground_truth(benchmark, executor)
         assert again["t/0"].outputs == first["t/0"].outputs
-        assert json.loads(cached.read_text())["truth"]["t/0"]["ok"] is True  # rewritten
+        assert cached.read_text().split("\n")[1] == outputs  # rewritten
     assert not (tmp_path / "BOOM").exists()
+
+
+def test_cached_outputs_are_decoded_when_first_read_and_a_damaged_line_is_a_clear_error(tmp_path):
+    line = json.dumps([encode_value(value) for value in VALUES[:4]]).encode()
+    outputs = CachedOutputs(b"x" + line + b"\n", 1, len(line) + 1, 4, tmp_path / "gt.jsonl")
+    assert len(outputs) == 4 and outputs._values is None  # nothing decoded to know its length
+    assert outputs[3] == 2 ** 200 and outputs[1:3] == [True, 7] and list(outputs) == VALUES[:4]
+    assert pickle.loads(pickle.dumps(outputs)) == VALUES[:4]
+    assert _unpack_floats(_pack_floats([0.1, 1e-300, -0.0, 3.5])) == [0.1, 1e-300, -0.0, 3.5]
+    for damaged, count in ((b'[1, {"$": "nope"}]', 2), (line, 3), (b"[1, 2", 2)):
+        with pytest.raises(UserError, match="ground-truth cache .*gt.jsonl is damaged: delete it and run again"):
+            CachedOutputs(damaged, 0, len(damaged), count, tmp_path / "gt.jsonl")[0]
