@@ -6,7 +6,8 @@ from __future__ import annotations
 from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind, reference_error
 from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
 from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program, digest_allowances
-from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, compare_outputs
+from codea1_eval.sandbox.compare import (MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, equality_is_the_oracle,
+                                         is_floats)
 
 MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
@@ -24,16 +25,35 @@ def input_time_limits(times: list[float], scale: float) -> list[float]:
 
 
 def _fail_fast(oracle: str, problem, truth: GroundTruth):
-    """``Program.next_call`` that stops a list (base, then plus) at its first failing input, as
-    evalplus' default fast check does: after a base failure the plus inputs still run."""
-    comparators = [EvalplusComparator(oracle, problem.entry_point, problem.atol) for _ in range(2)]
+    """``Program.next_call`` that stops a list (base, then plus) at its first failing input, as evalplus'
+    default fast check does: after a base failure the plus inputs still run. A list is judged here in order
+    and only while every earlier input of it passed, so the float tolerance evalplus forces from the first
+    float expectation on is known from the position alone: a returned value equal to the expected one passes
+    at once, wherever equality is the oracle, and the comparator judges the rest (its tolerance set first)."""
+    outputs, n_base, atol = truth.outputs, problem.n_base, problem.atol
+    lists = [(0, n_base), (n_base, len(problem.inputs))]
+    comparators = [EvalplusComparator(oracle, problem.entry_point, atol) for _ in lists]
+    first_float: list[int | None] = [None, None]  # per list: its first float expectation's index, when needed
+    equality_decides = equality_is_the_oracle(oracle, problem.entry_point)
 
     def next_call(index: int, call: CallResult) -> int:
-        in_base = index < problem.n_base
-        comparator = comparators[0 if in_base else 1]
-        if comparator.check(problem.inputs[index], truth.outputs[index], call.status == RETURNED, call.value):
-            return index + 1
-        return problem.n_base if in_base else len(problem.inputs)
+        returned = call.status == RETURNED
+        if returned and equality_decides:
+            try:
+                if call.value == outputs[index]:
+                    call.judged = True
+                    return index + 1
+            except Exception:
+                pass  # the comparator decides, as evalplus would (an ndarray's == has no truth value)
+        part = 0 if index < n_base else 1
+        start, stop = lists[part]
+        comparator = comparators[part]
+        if atol == 0 and comparator.forces_float_tolerance:
+            if first_float[part] is None:
+                first_float[part] = next((j for j in range(start, stop) if is_floats(outputs[j])), stop)
+            comparator.atol = 1e-6 if first_float[part] < index else 0
+        call.judged = comparator.check(problem.inputs[index], outputs[index], returned, call.value)
+        return index + 1 if call.judged else stop
 
     return next_call
 
@@ -68,12 +88,20 @@ class ValuesKind(TestKind):
                        digest_strings_over=LONG_STR_CHARS)
 
     def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
-        outcomes = [(call.status == RETURNED, call.value) for call in result.calls]
-        n_base = problem.n_base
+        """Each list judged in order by evalplus' rules (``compare_outputs``); a pass the fail-fast
+        ``next_call`` already judged is taken as judged (a list's judging there is the same, in the same order)."""
+        calls, n_base = result.calls, problem.n_base
         verdicts = []
-        for part in (slice(0, n_base), slice(n_base, None)):
-            verdicts += compare_outputs(oracle, problem.entry_point, problem.inputs[part],
-                                        truth.outputs[part], outcomes[part], problem.atol)
+        for start, stop in ((0, n_base), (n_base, len(calls))):
+            comparator = EvalplusComparator(oracle, problem.entry_point, problem.atol)
+            for index in range(start, stop):
+                call = calls[index]
+                if call.judged:
+                    comparator.passed(truth.outputs[index])
+                    verdicts.append(True)
+                else:
+                    verdicts.append(comparator.check(problem.inputs[index], truth.outputs[index],
+                                                     call.status == RETURNED, call.value))
         statuses = [PASS if ok else (FAIL if call.status == RETURNED else call.status)
                     for ok, call in zip(verdicts, result.calls)]
         first_error = next((c.error for c in result.calls if c.error), result.error)

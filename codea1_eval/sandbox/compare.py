@@ -64,6 +64,14 @@ def _allclose(out: Any, exp: Any, atol: float) -> bool:
     return bool(np.allclose(out, exp, rtol=1e-07, atol=atol))
 
 
+def equality_is_the_oracle(dataset: str, entry_point: str) -> bool:
+    """Whether ``out == exp`` being true passes a returned value (``EvalplusComparator.check``): not where a
+    special oracle decides (find_zero; MBPP+'s set-equality and not-None tasks)."""
+    if dataset == "humaneval":
+        return entry_point != "find_zero"
+    return entry_point not in MBPP_OUTPUT_SET_EQ_TASKS and entry_point not in MBPP_OUTPUT_NOT_NONE_TASKS
+
+
 def _exact_match(dataset: str, entry_point: str, inputs, out, exp, atol) -> bool:
     """``out == exp`` plus evalplus' special oracles; the plain comparison is made only where
     evalplus would evaluate it as a truth value (an ndarray ``out`` on a set-equality task is fine)."""
@@ -91,6 +99,17 @@ class EvalplusComparator:
         self.dataset = dataset
         self.entry_point = entry_point
         self.atol = atol
+
+    @property
+    def forces_float_tolerance(self) -> bool:
+        """Whether a passed float expectation sets atol to 1e-6 for the rest of the list (every oracle but
+        find_zero's, which returns before evalplus' forcing step)."""
+        return not (self.dataset == "humaneval" and self.entry_point == "find_zero")
+
+    def passed(self, exp: Any) -> None:
+        """Take the state ``check`` leaves after passing a call that expected ``exp`` (judged elsewhere)."""
+        if self.atol == 0 and self.forces_float_tolerance and is_floats(exp):
+            self.atol = 1e-6
 
     def check(self, args: Sequence[Any], exp: Any, returned: bool, out: Any) -> bool:
         """Whether a call that returned ``out`` (or did not return) matches ``exp``."""

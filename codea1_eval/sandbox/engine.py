@@ -191,7 +191,7 @@ def _take_returned(received: list, program: Program, index: int, stop: int, resu
     ``index`` on, while each is the call due; anything else is left to ``_await_call``. Returns (the call due
     next, whether the program's ``next_call`` jumped there). Most results take this path, which skips the
     waiting path's per-call work (with ``worker``'s direct number frames, 2.7-4.4 -> 1.9-2.1 us a call)."""
-    decides = program.next_call is not None
+    next_call = program.next_call
     while received and index < stop:
         frame = received[-1]
         if frame.get("i") != index or frame.get("s") != "ok" or frame.get("k") != "call":
@@ -201,11 +201,12 @@ def _take_returned(received: list, program: Program, index: int, stop: int, resu
         except ProtocolViolation:
             break  # _await_call stores the CRASH
         received.pop()
-        results[index] = CallResult(RETURNED, value, duration=_seconds(frame.get("t")))
-        following = _next_call(program, index, results) if decides else index + 1
-        if following != index + 1:
-            return following, True
-        index = following
+        call = results[index] = CallResult(RETURNED, value, duration=_seconds(frame.get("t")))
+        if next_call is not None:
+            wanted = next_call(index, call)
+            if wanted != index + 1 and (following := _skip_to(program, index, wanted, results)) != index + 1:
+                return following, True
+        index += 1
     return index, False
 
 
@@ -287,7 +288,13 @@ def _next_call(program: Program, index: int, results: list) -> int:
     """The next call to run after ``index``; calls jumped over are marked SKIPPED."""
     if program.next_call is None:
         return index + 1
-    following = max(index + 1, min(program.next_call(index, results[index]), program.n_calls))
+    return _skip_to(program, index, program.next_call(index, results[index]), results)
+
+
+def _skip_to(program: Program, index: int, wanted: int, results: list) -> int:
+    """The call after ``index`` that ``next_call`` asked for (``wanted``, kept within the program's calls),
+    the calls jumped over marked SKIPPED."""
+    following = max(index + 1, min(wanted, program.n_calls))
     for skipped in range(index + 1, following):
         results[skipped] = CallResult(SKIPPED, error="not run: an earlier input failed")
     return following

@@ -81,12 +81,16 @@ class Program:
         return 1 if self.script is not None else len(self.calls or ())
 
 
-@dataclass
+@dataclass(slots=True)
 class CallResult:
+    """One call's outcome. ``judged``: the verdict a program's ``next_call`` gave this very result while
+    deciding what to run next (True: passed), or None; judging reuses it rather than compare twice."""
+
     status: str
     value: Any = None
     error: str | None = None
     duration: float = 0.0
+    judged: bool | None = None
 
     def to_dict(self) -> dict:
         return {"status": self.status, "error": self.error, "duration": round(self.duration, 6)}
