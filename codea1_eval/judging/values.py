@@ -94,14 +94,16 @@ class ValuesKind(TestKind):
         verdicts = []
         for start, stop in ((0, n_base), (n_base, len(calls))):
             comparator = EvalplusComparator(oracle, problem.entry_point, problem.atol)
-            for index in range(start, stop):
-                call = calls[index]
+            expected = truth.outputs[start:stop]
+            untold = 0  # judged passes from here on are not yet the comparator's state
+            for offset, call in enumerate(calls[start:stop]):
                 if call.judged:
-                    comparator.passed(truth.outputs[index])
                     verdicts.append(True)
-                else:
-                    verdicts.append(comparator.check(problem.inputs[index], truth.outputs[index],
-                                                     call.status == RETURNED, call.value))
+                    continue
+                comparator.passed(expected[untold:offset])
+                untold = offset + 1
+                verdicts.append(comparator.check(problem.inputs[start + offset], expected[offset],
+                                                 call.status == RETURNED, call.value))
         statuses = [PASS if ok else (FAIL if call.status == RETURNED else call.status)
                     for ok, call in zip(verdicts, result.calls)]
         first_error = next((c.error for c in result.calls if c.error), result.error)

@@ -8,6 +8,7 @@ back to killing the process group and the descendants it can see.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -17,8 +18,10 @@ from pathlib import Path
 _CANDIDATE_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
 
+@functools.cache
 def _writable_root() -> Path | None:
-    """The pids hierarchy: cgroup v1's ``pids`` controller, or a v2 root with pids enabled."""
+    """The pids hierarchy: cgroup v1's ``pids`` controller, or a v2 root with pids enabled (looked up once:
+    a worker's cgroup is made before each program)."""
     for root in _CANDIDATE_ROOTS:
         if not ((root / "cgroup.procs").is_file() and os.access(root, os.W_OK)):
             continue
@@ -36,7 +39,8 @@ class PidsCgroup:
     def __init__(self, root: Path, max_pids: int):
         self.path = root / f"codea1-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.path.mkdir()
-        (self.path / "pids.max").write_text(str(max_pids))
+        self._procs = str(self.path / "cgroup.procs")
+        _write(self.path / "pids.max", b"%d" % max_pids)
 
     @classmethod
     def create(cls, max_pids: int) -> "PidsCgroup | None":
@@ -50,11 +54,15 @@ class PidsCgroup:
             return None
 
     def add(self, pid: int) -> None:
-        (self.path / "cgroup.procs").write_text(str(pid))
+        _write(self._procs, b"%d" % pid)
 
     def members(self) -> list[int]:
         try:
-            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
+            fd = os.open(self._procs, os.O_RDONLY)
+            try:
+                return [int(line) for line in os.read(fd, 1 << 16).split()]
+            finally:
+                os.close(fd)
         except OSError:
             return []
 
@@ -80,3 +88,12 @@ class PidsCgroup:
         except OSError:
             pass
         return emptied
+
+
+def _write(path, data: bytes) -> None:
+    """One write to a cgroup file (os-level: a worker's cgroup is made and filled before each program)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)

@@ -104,3 +104,19 @@ def test_the_cases_stop_where_worked_out_by_hand():
         "set equality needs hashable items": [0, 1],
         "not-None oracle": [0, 1],  # 0 is not None, but False was expected
     }
+
+
+def test_a_pass_judged_elsewhere_still_forces_the_float_tolerance_for_the_calls_judged_here():
+    """A judged pass of a float expectation is told to the comparator: the next call, judged here, is
+    compared at 1e-6 as evalplus would (at atol 0 its near-equal list would fail)."""
+    problem = _problem("humaneval", "f", 0.0, 3, [1, 0.5, [1.0, 2]])
+    truth = GroundTruth([1, 0.5, [1.0, 2]], [0.0] * 3, True)
+    near = [CallResult(RETURNED, 1, judged=True), CallResult(RETURNED, 0.5, judged=True),
+            CallResult(RETURNED, [1.0000001, 2])]
+    afresh = [CallResult(call.status, call.value) for call in near]
+    assert VALUES.verdict("humaneval", problem, truth, ExecResult("ok", near)).call_statuses == ["pass"] * 3
+    assert VALUES.verdict("humaneval", problem, truth, ExecResult("ok", afresh)).call_statuses == ["pass"] * 3
+    without_the_float = [CallResult(RETURNED, 1, judged=True), CallResult(RETURNED, [1.0000001, 2])]
+    problem, truth = _problem("humaneval", "f", 0.0, 2, [1, [1.0, 2]]), GroundTruth([1, [1.0, 2]], [0.0] * 2, True)
+    assert VALUES.verdict("humaneval", problem, truth, ExecResult("ok", without_the_float)).call_statuses == [
+        "pass", "fail"]
