@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -119,7 +120,10 @@ class JsonlAppender:
         self.close()
 
 
+@functools.cache
 def _git_revision() -> dict:
+    """The package's git commit and whether its tree differs (once per process, as the versions and the host:
+    a manifest is rewritten as a run goes on)."""
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
@@ -131,6 +135,7 @@ def _git_revision() -> dict:
     return {"commit": commit or None, "dirty": dirty if commit else None}
 
 
+@functools.cache
 def _package_versions() -> dict:
     versions = {}
     for name in TRACKED_PACKAGES:
@@ -141,6 +146,7 @@ def _package_versions() -> dict:
     return versions
 
 
+@functools.cache
 def host_info() -> dict:
     import psutil
 

@@ -22,7 +22,6 @@ from codea1_eval.judging import candidate_program, ground_truth_pass_rate, judge
 from codea1_eval.display import progress
 from codea1_eval.errors import UserError
 from codea1_eval.metrics.coder import coder_metrics
-from codea1_eval.requests import code_requests
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_jsonl_atomic)
 from codea1_eval.sandbox import Executor
@@ -84,6 +83,8 @@ def generate_samples(config: AvgConfig, benchmark: Benchmark, run: RunDir) -> tu
     facts: dict[str, Any] = {}
     if len(finished) < len(problems):
         backend = config.load_backend(config.coder)
+        from codea1_eval.requests import code_requests  # a samples file needs no model: not imported for it
+
         requests = code_requests(problems, config.n, config.temperature, config.top_p, config.max_tokens, config.seed,
                                  benchmark.harness)
         with JsonlAppender(run.file(GENERATIONS)) as out, \
