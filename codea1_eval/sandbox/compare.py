@@ -19,6 +19,9 @@ MBPP_OUTPUT_SET_EQ_TASKS = frozenset({
     "similar_elements", "find_char_long", "common_in_nested_lists", "extract_singly",
     "larg_nnum", "intersection_array", "find_dissimilar", "Diff",
 })
+MBPP_SPECIAL_ORACLES = MBPP_OUTPUT_SET_EQ_TASKS | MBPP_OUTPUT_NOT_NONE_TASKS | {
+    "are_equivalent", "sum_div", "surface_Area", "digit_distance_nums"}
+"""MBPP+ entry points that ``_exact_match`` judges otherwise than by ``out == exp`` alone."""
 
 
 def _poly(xs: list, x: float) -> float:
@@ -41,7 +44,7 @@ def is_floats(value: Any) -> bool:
     if isinstance(value, float):
         return True
     if isinstance(value, (list, tuple)) and value:
-        return all(isinstance(item, float) for item in value)
+        return isinstance(value[0], float) and all(isinstance(item, float) for item in value)
     if isinstance(value, np.ndarray):
         return value.dtype in (np.float64, np.float32)
     return False
@@ -99,12 +102,11 @@ class EvalplusComparator:
         self.dataset = dataset
         self.entry_point = entry_point
         self.atol = atol
-
-    @property
-    def forces_float_tolerance(self) -> bool:
+        self.find_zero = dataset == "humaneval" and entry_point == "find_zero"
+        self.special = dataset == "mbpp" and entry_point in MBPP_SPECIAL_ORACLES
+        self.forces_float_tolerance = not self.find_zero
         """Whether a passed float expectation sets atol to 1e-6 for the rest of the list (every oracle but
         find_zero's, which returns before evalplus' forcing step)."""
-        return not (self.dataset == "humaneval" and self.entry_point == "find_zero")
 
     def passed(self, expectations: Sequence[Any]) -> None:
         """Take the state ``check`` leaves after passing calls that expected ``expectations`` (judged elsewhere)."""
@@ -116,9 +118,10 @@ class EvalplusComparator:
         if not returned:
             return False
         try:
-            if self.dataset == "humaneval" and self.entry_point == "find_zero":
+            if self.find_zero:
                 return abs(_poly(*args, out)) <= self.atol
-            exact = _exact_match(self.dataset, self.entry_point, args, out, exp, self.atol)
+            exact = _exact_match(self.dataset, self.entry_point, args, out, exp, self.atol) if self.special \
+                else bool(out == exp)
             if self.atol == 0 and is_floats(exp):
                 self.atol = 1e-6
             if not exact and self.atol != 0:
