@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import errno
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -293,3 +296,29 @@ def main() -> None:
               "is kept: free space and rerun the same command to resume", file=sys.stderr)
         sys.exit(1)
 
+
+
+def console() -> None:
+    """The ``codea1-eval`` script (and ``python -m codea1_eval``): ``main``, then a quick exit. As at any exit, the
+    threads are joined, the atexit handlers run and the output is flushed, but the interpreter is not torn down
+    object by object: after an ``avg`` over HumanEval+ (its inputs and ground truth in memory) that took 40 ms
+    and wrote nothing. A crash (a traceback) exits the usual way."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if not isinstance(code, int):  # as the interpreter does: None is 0, anything else is printed with status 1
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (| head): nothing more can be said
+            pass
+    os._exit(code)
