@@ -312,13 +312,12 @@ def console() -> None:
         if code is not None:
             print(code, file=sys.stderr)
         code = 0 if code is None else 1
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    threading._shutdown()  # what the interpreter does first at exit: threading's exit hooks, then the joins
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # None where the descriptor was closed when Python started
+                stream.flush()
         except (OSError, ValueError):  # a closed pipe (| head): nothing more can be said
             pass
     os._exit(code)

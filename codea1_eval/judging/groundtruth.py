@@ -140,12 +140,19 @@ class CachedOutputs(abc.Sequence):
         if values is None:
             try:
                 values = [decode(value) for value in json.loads(self._data[self._start:self._end])]
-            except (ValueError, TypeError, KeyError, AttributeError, ProtocolViolation):
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError, ProtocolViolation):
                 values = None
             if values is None or len(values) != self._count:
-                raise UserError(f"the ground-truth cache {self._source} is damaged: delete it and run again")
+                self._source.unlink(missing_ok=True)  # the next run computes the ground truth again
+                raise UserError(f"the ground-truth cache {self._source} was damaged (a line that its header's "
+                                "checksum covers does not decode); it is removed: run again to compute it afresh")
             self._values = values
         return values
+
+    def __reduce__(self):
+        """Pickled (a Ray batch's programs) as this task's line alone, not the whole file it was read from."""
+        line = self._data[self._start:self._end]
+        return CachedOutputs, (line, 0, len(line), self._count, self._source)
 
     def __len__(self) -> int:
         return self._count

@@ -67,11 +67,16 @@ def test_the_cache_is_json_and_a_planted_file_is_ignored(tmp_path, monkeypatch):
 
 def test_cached_outputs_are_decoded_when_first_read_and_a_damaged_line_is_a_clear_error(tmp_path):
     line = json.dumps([encode_value(value) for value in VALUES[:4]]).encode()
-    outputs = CachedOutputs(b"x" + line + b"\n", 1, len(line) + 1, 4, tmp_path / "gt.jsonl")
+    other_tasks = b"[0]\n" * 100_000
+    outputs = CachedOutputs(other_tasks + line + b"\n", len(other_tasks), len(other_tasks) + len(line), 4,
+                            tmp_path / "gt.jsonl")
     assert len(outputs) == 4 and outputs._values is None  # nothing decoded to know its length
+    pickled = pickle.dumps(outputs)  # as a Ray batch's programs carry it: this task's line, not the whole file
+    assert len(pickled) < len(line) + 200 and pickle.loads(pickled) == VALUES[:4]
     assert outputs[3] == 2 ** 200 and outputs[1:3] == [True, 7] and list(outputs) == VALUES[:4]
-    assert pickle.loads(pickle.dumps(outputs)) == VALUES[:4]
     assert _unpack_floats(_pack_floats([0.1, 1e-300, -0.0, 3.5])) == [0.1, 1e-300, -0.0, 3.5]
-    for damaged, count in ((b'[1, {"$": "nope"}]', 2), (line, 3), (b"[1, 2", 2)):
-        with pytest.raises(UserError, match="ground-truth cache .*gt.jsonl is damaged: delete it and run again"):
+    for damaged, count in ((b'[1, {"$": "nope"}]', 2), (line, 3), (b"[1, 2", 2), (b"[" * 100_000, 1)):
+        (tmp_path / "gt.jsonl").write_bytes(b"a header, then " + damaged)
+        with pytest.raises(UserError, match="ground-truth cache .*gt.jsonl was damaged .* it is removed: run again"):
             CachedOutputs(damaged, 0, len(damaged), count, tmp_path / "gt.jsonl")[0]
+        assert not (tmp_path / "gt.jsonl").exists()  # so the next run computes the ground truth afresh
