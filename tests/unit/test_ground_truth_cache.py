@@ -72,7 +72,7 @@ def test_cached_outputs_are_decoded_when_first_read_and_a_damaged_line_is_a_clea
                             tmp_path / "gt.jsonl")
     assert len(outputs) == 4 and outputs._values is None  # nothing decoded to know its length
     pickled = pickle.dumps(outputs)  # as a Ray batch's programs carry it: this task's line, not the whole file
-    assert len(pickled) < len(line) + 200 and pickle.loads(pickled) == VALUES[:4]
+    assert len(pickled) < len(line) + len(str(tmp_path)) + 300 < len(other_tasks) and pickle.loads(pickled) == VALUES[:4]
     assert outputs[3] == 2 ** 200 and outputs[1:3] == [True, 7] and list(outputs) == VALUES[:4]
     assert _unpack_floats(_pack_floats([0.1, 1e-300, -0.0, 3.5])) == [0.1, 1e-300, -0.0, 3.5]
     for damaged, count in ((b'[1, {"$": "nope"}]', 2), (line, 3), (b"[1, 2", 2), (b"[" * 100_000, 1)):
