@@ -14,15 +14,7 @@ from codea1_eval.display import progress
 from codea1_eval.results import JsonlAppender, RunDir, read_jsonl
 from codea1_eval.sandbox import ExecResult, Executor, Program, SandboxLimits
 from codea1_eval.sandbox.executors import make_executor
-from codea1_eval.sandbox.forkserver import prestart
 from codea1_eval.sandbox.landlock import sandbox_facts
-
-
-def prestart_sandbox(isolation: str, spec: str = "local") -> None:
-    """Let a local executor's sandbox template start while the caller loads its benchmark (before
-    ``benchmark_executor``, whose canary then finds it ready)."""
-    if spec.strip().partition(":")[0] == "local":
-        prestart(isolation)
 
 
 def benchmark_executor(benchmark: Benchmark, isolation: str, spec: str = "local", parallel: int | None = None

@@ -297,7 +297,6 @@ def main() -> None:
         sys.exit(1)
 
 
-
 def console() -> None:
     """The ``codea1-eval`` script (and ``python -m codea1_eval``): ``main``, then a quick exit. As at any exit, the
     threads are joined, the atexit handlers run and the output is flushed, but the interpreter is not torn down

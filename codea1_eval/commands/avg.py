@@ -24,8 +24,8 @@ from codea1_eval.errors import UserError
 from codea1_eval.metrics.coder import coder_metrics
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import (JsonlAppender, RunDir, config_hash, read_jsonl, write_jsonl_atomic)
-from codea1_eval.sandbox import Executor
-from codea1_eval.stages import Stage, WorkItem, benchmark_executor, ground_truth_stage, prestart_sandbox
+from codea1_eval.sandbox import Executor, prestart_executor
+from codea1_eval.stages import Stage, WorkItem, benchmark_executor, ground_truth_stage
 
 GENERATIONS, EXECUTIONS, METRICS, SAMPLES = (
     "generations.jsonl", "executions.jsonl", "metrics.json", "samples.jsonl")
@@ -157,7 +157,7 @@ def run_avg(config: AvgConfig) -> dict[str, Any]:
         from codea1_eval.models import parse_model_spec
 
         parse_model_spec(config.coder)
-    prestart_sandbox(config.isolation, config.executor)
+    prestart_executor(config.executor, config.isolation)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).only(config.tasks).limit(config.limit)
     executor = benchmark_executor(benchmark, config.isolation, config.executor, config.parallel)
     identity = {**config.identity(), "dataset_sha256": benchmark.sha256}

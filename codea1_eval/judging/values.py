@@ -6,8 +6,7 @@ from __future__ import annotations
 from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind, reference_error
 from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
 from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program, digest_allowances
-from codea1_eval.sandbox.compare import (MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, equality_is_the_oracle,
-                                         is_floats)
+from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComparator, is_floats
 
 MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
@@ -34,7 +33,7 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
     lists = [(0, n_base), (n_base, len(problem.inputs))]
     comparators = [EvalplusComparator(oracle, problem.entry_point, atol) for _ in lists]
     first_float: list[int | None] = [None, None]  # per list: its first float expectation's index, when needed
-    equality_decides = equality_is_the_oracle(oracle, problem.entry_point)
+    equality_decides = comparators[0].equality_decides
 
     def next_call(index: int, call: CallResult) -> int:
         returned = call.status == RETURNED

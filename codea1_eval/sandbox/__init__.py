@@ -4,10 +4,10 @@ from codea1_eval.sandbox.engine import (
     CRASH, ERROR, FAIL, OK, RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT,
     CallResult, ExecResult, Executor, Program, SandboxLimits, digest_allowances, run_program,
 )
-from codea1_eval.sandbox.executors import EXECUTORS, make_executor
+from codea1_eval.sandbox.executors import EXECUTORS, make_executor, prestart_executor
 
 __all__ = [
     "CRASH", "ERROR", "FAIL", "OK", "RETURNED", "SANDBOX_ERROR", "SKIPPED", "TIMEOUT",
     "CallResult", "EXECUTORS", "ExecResult", "Executor", "Program", "SandboxLimits", "digest_allowances",
-    "make_executor", "run_program",
+    "make_executor", "prestart_executor", "run_program",
 ]

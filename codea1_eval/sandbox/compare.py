@@ -67,14 +67,6 @@ def _allclose(out: Any, exp: Any, atol: float) -> bool:
     return bool(np.allclose(out, exp, rtol=1e-07, atol=atol))
 
 
-def equality_is_the_oracle(dataset: str, entry_point: str) -> bool:
-    """Whether ``out == exp`` being true passes a returned value (``EvalplusComparator.check``): not where a
-    special oracle decides (find_zero; MBPP+'s set-equality and not-None tasks)."""
-    if dataset == "humaneval":
-        return entry_point != "find_zero"
-    return entry_point not in MBPP_OUTPUT_SET_EQ_TASKS and entry_point not in MBPP_OUTPUT_NOT_NONE_TASKS
-
-
 def _exact_match(dataset: str, entry_point: str, inputs, out, exp, atol) -> bool:
     """``out == exp`` plus evalplus' special oracles; the plain comparison is made only where
     evalplus would evaluate it as a truth value (an ndarray ``out`` on a set-equality task is fine)."""
@@ -107,6 +99,10 @@ class EvalplusComparator:
         self.forces_float_tolerance = not self.find_zero
         """Whether a passed float expectation sets atol to 1e-6 for the rest of the list (every oracle but
         find_zero's, which returns before evalplus' forcing step)."""
+        self.equality_decides = not self.find_zero and not (
+            dataset == "mbpp" and entry_point in MBPP_OUTPUT_SET_EQ_TASKS | MBPP_OUTPUT_NOT_NONE_TASKS)
+        """Whether ``out == exp`` being true is enough for ``check`` to pass a returned value (not where
+        find_zero's, or MBPP+'s set-equality or not-None oracle, decides)."""
 
     def passed(self, expectations: Sequence[Any]) -> None:
         """Take the state ``check`` leaves after passing calls that expected ``expectations`` (judged elsewhere)."""

@@ -272,9 +272,7 @@ class _DigestAllowances(abc.Sequence):
     def __len__(self) -> int:
         return len(self.expected_outputs)
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [_hashing_time(value) for value in self.expected_outputs[index]]
+    def __getitem__(self, index: int) -> float:
         return _hashing_time(self.expected_outputs[index])
 
 

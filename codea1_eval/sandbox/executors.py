@@ -18,6 +18,7 @@ from codea1_eval.errors import SandboxError, UserError
 from codea1_eval.registry import Registry
 from codea1_eval.sandbox.engine import (CRASH, RETURNED, SANDBOX_ERROR, CallResult, ExecResult, Executor, Program,
                                        SandboxLimits, require_sandbox, run_program)
+from codea1_eval.sandbox.forkserver import prestart
 from codea1_eval.sandbox.landlock import abi_in_force
 
 RAY_INSTALL = "pip install 'codea1-eval[ray]'"
@@ -91,6 +92,18 @@ EXECUTORS.register("local", _local_executor, help="this machine's worker process
 EXECUTORS.register("ray", _ray_executor, help="a Ray cluster: ray | ray:HOST:PORT | ray://HOST:PORT")
 
 
+def prestart_executor(spec: str, isolation: str) -> None:
+    """Let the executor ``spec`` names get ready while the caller loads its benchmark: the local one's sandbox
+    template starts now, so that ``make_executor``'s canary finds it ready."""
+    if _parse_spec(spec)[0] == "local":
+        prestart(isolation)
+
+
+def _parse_spec(spec: str) -> tuple[str, str]:
+    name, _, argument = spec.strip().partition(":")
+    return name, argument
+
+
 CANARY = Program("def canary(x):\n    return x + 1\n", "canary", calls=[(41,)], time_limits=[30.0])
 """A trivial program every run executes first: a sandbox that cannot run it stops the run at once."""
 
@@ -109,7 +122,7 @@ def make_executor(spec: str, limits: SandboxLimits = SandboxLimits(), parallel: 
                   hidden: Sequence[Path] = ()) -> Executor:
     """The executor an ``--executor`` spec names (``local``, ``ray``, ``ray:HOST:PORT``, ``ray://HOST:PORT``),
     checked with the canary program."""
-    name, _, argument = spec.strip().partition(":")
+    name, argument = _parse_spec(spec)
     executor = EXECUTORS.get(name)(argument, limits, parallel, hidden)
     check_sandbox(executor)
     return executor

@@ -34,7 +34,8 @@ from codea1_eval.results import RunDir
 from codea1_eval.scaling import SELECTORS
 from codea1_eval.scaling.report import select_and_score
 from codea1_eval.scaling.store import LabelledMatrix, load_matrices, save_matrices
-from codea1_eval.stages import benchmark_executor, ground_truth_stage, prestart_sandbox
+from codea1_eval.sandbox import prestart_executor
+from codea1_eval.stages import benchmark_executor, ground_truth_stage
 
 __all__ = ["BonConfig", "execute", "output_key", "problem_tests", "rescore", "run_bon"]
 
@@ -49,7 +50,7 @@ def run_bon(config: BonConfig) -> dict[str, Any]:
     for spec, model in pseudo:
         if model is None:
             parse_model_spec(spec)
-    prestart_sandbox(config.isolation, config.executor)
+    prestart_executor(config.executor, config.isolation)
     benchmark = load_benchmark(config.benchmark, config.data_dir, config.split, config.subset).only(config.tasks).limit(config.limit)
     for _, model in pseudo:
         if model is not None:

@@ -30,8 +30,8 @@ from codea1_eval.metrics.tester import TaskOutcome, mul_metrics
 from codea1_eval.models import parse_model_spec
 from codea1_eval.metrics.records import write_metrics
 from codea1_eval.results import RunDir
-from codea1_eval.sandbox import SANDBOX_ERROR
-from codea1_eval.stages import benchmark_executor, ground_truth_stage, prestart_sandbox
+from codea1_eval.sandbox import SANDBOX_ERROR, prestart_executor
+from codea1_eval.stages import benchmark_executor, ground_truth_stage
 from codea1_eval.commands.mul.config import METRICS, MulConfig
 from codea1_eval.commands.mul import ult
 from codea1_eval.commands.mul.generation import generate_replies
@@ -107,7 +107,7 @@ def run_mul(config: MulConfig) -> dict[str, Any]:
         parse_model_spec(config.tester)
     if config.coder is not None:
         parse_model_spec(config.coder)
-    prestart_sandbox(config.isolation, config.executor)
+    prestart_executor(config.executor, config.isolation)
     benchmark = load_benchmark(config.benchmark, config.data_dir).only(config.tasks).limit(config.limit)
     config.resolved_protocol(benchmark.name)
     if tester is not None:
