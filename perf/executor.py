@@ -261,11 +261,29 @@ def _child_setup(memory_limit: bool = True) -> None:
                 pass
 
 
-def _run_candidate_inprocess(code: str, entry_point: str, inputs, time_limits, total_limit: float,
+class ListDeadline:
+    """The wall-clock deadline of a candidate's call ``index``: each input list (base, plus) gets its
+    ``Program.part_time_limits`` from where it starts, as in ours and in evalplus (the total limit where none)."""
+
+    def __init__(self, program: Program, count: int):
+        self.limits = program.part_time_limits or (program.total_time_limit,)
+        self.split = program.fresh_process_at if program.part_time_limits else count
+        self.count, self.part, self.deadline = count, 0, time.monotonic() + self.limits[0]
+
+    def remaining(self, index: int) -> float:
+        if index >= self.split and self.part == 0:
+            self.part, self.deadline = 1, time.monotonic() + self.limits[1]
+        return self.deadline - time.monotonic()
+
+    def part_end(self, index: int) -> int:
+        return self.split if index < self.split else self.count
+
+
+def _run_candidate_inprocess(code: str, entry_point: str, inputs, program: Program,
                              stopper: ListStopper | None = None):
     """exec the candidate in fresh globals and call it on its inputs; return (outcomes, statuses).
     Statuses: returned | error | timeout | skipped (after a failure, with a stopper)."""
-    started = time.monotonic()
+    time_limits, deadline = program.time_limits, ListDeadline(program, len(inputs))
     count = len(inputs)
     outcomes: list[tuple[bool, object]] = [(False, None)] * count
     statuses: list[str] = ["skipped"] * count
@@ -279,13 +297,14 @@ def _run_candidate_inprocess(code: str, entry_point: str, inputs, time_limits, t
         signal.setitimer(signal.ITIMER_REAL, 0)
         status = "timeout" if isinstance(exc, _CallTimeout) else "error"
         return outcomes, [status] * count
-    deadline = started + total_limit
     index = 0
     while index < count:
-        remaining = deadline - time.monotonic()
+        remaining = deadline.remaining(index)
         if remaining <= 0:
-            statuses[index:] = ["timeout"] * (count - index)
-            break
+            end = deadline.part_end(index)
+            statuses[index:end] = ["timeout"] * (end - index)
+            index = end
+            continue
         try:
             signal.setitimer(signal.ITIMER_REAL, max(1e-3, min(time_limits[index], remaining)))
             value = function(*inputs[index])
@@ -314,8 +333,7 @@ def _floor_child(workload: Workload, start: int, conn) -> None:
         # A candidate may mutate its arguments: give it its own copy (ours pickles them to the worker).
         inputs = pickle.loads(pickle.dumps(problem.inputs, protocol=pickle.HIGHEST_PROTOCOL))
         stopper = ListStopper(workload, candidate) if workload.fail_fast else None
-        outcomes, statuses = _run_candidate_inprocess(candidate.code, problem.entry_point, inputs,
-                                                      program.time_limits, program.total_time_limit, stopper)
+        outcomes, statuses = _run_candidate_inprocess(candidate.code, problem.entry_point, inputs, program, stopper)
         try:
             verdicts = judge_outputs(workload, candidate, outcomes)
         except BaseException:
@@ -386,8 +404,7 @@ def _evalplus_child(workload: Workload, index: int, details, stat, progress) -> 
     candidate = workload.candidates[index]
     problem = workload.problems[candidate.task]
     program = candidate.program
-    started = time.monotonic()
-    deadline = started + program.total_time_limit
+    deadline = ListDeadline(program, len(problem.inputs))
     outcomes: list[tuple[bool, object]] = []
     with create_tempdir():
         try:
@@ -399,9 +416,10 @@ def _evalplus_child(workload: Workload, index: int, details, stat, progress) -> 
             stopper = ListStopper(workload, candidate) if workload.fail_fast else None
             i = 0
             while i < len(problem.inputs):
-                remaining = deadline - time.monotonic()
+                remaining = deadline.remaining(i)
                 if remaining <= 0:
-                    break
+                    i = deadline.part_end(i)
+                    continue
                 try:
                     with time_limit(max(1e-3, min(program.time_limits[i], remaining))), swallow_io():
                         out = function(*problem.inputs[i])

@@ -11,6 +11,9 @@ from codea1_eval.sandbox.compare import MBPP_OUTPUT_NOT_NONE_TASKS, EvalplusComp
 MIN_TIME_LIMIT_S = 1.0
 GT_TIME_LIMIT_FACTOR = 4.0
 TASK_TIME_CAP_S = 60.0
+LIST_SLACK_S = 2.0
+"""evalplus' ``untrusted_check`` waits min(60 s, the sum of the list's limits) + 1 s for a list's process, and joins
+it with 1 s more (1 s more again without the fast check), then kills it: the list fails."""
 LONG_STR_CHARS = 1 << 20
 """A returned str longer than this travels as a digest, in the reference's runs and the candidates' alike (evalplus
 compares strs with ==, which equal digests decide exactly): HumanEval/15's answers, up to 6.9 MB, made the ground
@@ -78,13 +81,15 @@ class ValuesKind(TestKind):
     def candidate_program(self, problem, truth, code: str, timeout_scale: float = 1.0,
                           oracle: str | None = None) -> Program:
         limits = input_time_limits(truth.times, timeout_scale)
-        base, plus = limits[:problem.n_base], limits[problem.n_base:]
-        total = sum(min(TASK_TIME_CAP_S, sum(part)) + 1 for part in (base, plus) if part)
+        slack = LIST_SLACK_S + (0.0 if oracle else 1.0)  # fail-fast is evalplus' fast check
+        base, plus = (min(TASK_TIME_CAP_S * timeout_scale, sum(part)) + slack
+                      for part in (limits[:problem.n_base], limits[problem.n_base:]))
         return Program(code, problem.entry_point, calls=problem.inputs, time_limits=limits,
-                       total_time_limit=total * timeout_scale + 10.0,
+                       total_time_limit=base + plus + 10.0,
                        next_call=_fail_fast(oracle, problem, truth) if oracle else None,
                        digest_time_limits=digest_allowances(truth.outputs), expected_seconds=sum(truth.times),
-                       digest_strings_over=LONG_STR_CHARS)
+                       digest_strings_over=LONG_STR_CHARS, fresh_process_at=problem.n_base,
+                       part_time_limits=(base, plus))
 
     def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
         """Each list judged in order by evalplus' rules (``compare_outputs``); a pass the fail-fast

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from codea1_eval.collector import bulk_work
 from codea1_eval.errors import SandboxError
+from codea1_eval.sandbox.deadlines import Deadlines
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
@@ -48,8 +49,8 @@ def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
     return result
 
 
-def _fill(results: list, start: int, status: str, error: str) -> None:
-    for index in range(start, len(results)):
+def _fill(results: list, start: int, status: str, error: str, stop: int | None = None) -> None:
+    for index in range(start, len(results) if stop is None else stop):
         if results[index] is None:
             results[index] = CallResult(status, error=error)
 
@@ -59,7 +60,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     """Execute ``program`` in fresh sandboxed worker(s), taken from ``spares`` where given; never raises for
     anything the code does."""
     began = time.monotonic()
-    total_deadline = began + program.total_time_limit if program.total_time_limit else float("inf")
+    deadlines = Deadlines(program, began)
     n_calls = program.n_calls
     results: list[CallResult | None] = [None] * n_calls
     next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
@@ -90,7 +91,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
         workers += 1
         try:
             if session.begin(program, next_call, stop, batched):
-                outcome = _drive(session, program, limits, next_call, stop, results, total_deadline)
+                outcome = _drive(session, program, limits, next_call, stop, results, deadlines)
             else:
                 outcome = SANDBOX_ERROR, next_call, session.startup_error()  # it died before its job came
         finally:
@@ -113,8 +114,11 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             _fill(results, next_call, call_status, detail)
             break
         if kind == TOTAL_TIMEOUT:
-            _fill(results, next_call, TIMEOUT, "total time limit exceeded")
-            break
+            part_end = deadlines.part_end(next_call, n_calls)
+            _fill(results, next_call, TIMEOUT, deadlines.error(), part_end)
+            if part_end >= n_calls:
+                break
+            next_call = part_end  # the next part has its own deadline, as evalplus' next input list its process
         if kind == UNSENT:
             batched = False
         if kind == CRASH:
@@ -137,12 +141,12 @@ def _phase_frame(reader: "FrameReader", deadline: float, total_deadline: float):
 
 
 def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int, stop: int,
-           results: list, total_deadline: float) -> tuple[str, int, str | None]:
+           results: list, deadlines: Deadlines) -> tuple[str, int, str | None]:
     """Run one worker until it finishes call ``stop - 1``, dies or overruns. Returns (outcome, next call,
     detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
     that it had not sent yet (LOST: a later call's CRASH is stored)."""
     reader = session.reader
-    frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, total_deadline)
+    frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, start, None
     if isinstance(frame, Exception):
@@ -150,7 +154,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     if frame is None or frame.get("k") != "hello":
         return SANDBOX_ERROR, start, session.startup_error()
 
-    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, total_deadline)
+    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadlines.at(start))
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, start, None
     if isinstance(frame, TimeoutError):
@@ -172,7 +176,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
             return JUMP, index, None
         if index >= stop:
             break
-        outcome = _await_call(session, program, limits, index, stop, results, total_deadline)
+        outcome = _await_call(session, program, limits, index, stop, results, deadlines.at(index))
         if outcome == TOTAL_TIMEOUT:
             return outcome, index, None
         if outcome in (LOST, UNSENT):

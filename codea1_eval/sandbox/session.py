@@ -227,6 +227,7 @@ class WorkerSession:
             "load_time_limit": self.limits.load_time_limit, "limits": self.limits.cpu_rlimit(cpu_budget),
             "start": start, "stop": program.n_calls if stop is None else stop, "batch": batched,
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
+            "fresh_at": program.fresh_process_at,
         }, last=True)
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):

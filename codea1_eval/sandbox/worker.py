@@ -7,7 +7,8 @@ Protocol. The parent writes two pickles (parent -> child data is trusted) to std
 setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
 ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
-"long_str": int}`` (calls ``start`` to ``stop - 1``). The child answers on RESULT_FD with length-prefixed JSON frames
+"long_str": int, "fresh_at": int | None}`` (calls ``start`` to ``stop - 1``, those before ``fresh_at`` in a forked
+child: ``fresh_process_at``). The child answers on RESULT_FD with length-prefixed JSON frames
 (child -> parent data is NOT trusted; the parent validates every frame): ``{"k": "hello"}``, ``{"k": "ready"}`` or
 ``{"k": "load", "s": status, "e": error}``, then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t":
 seconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
@@ -309,7 +310,7 @@ def main(result_fd, stream, progress_fd=None):
     confining.apply_limits(job["limits"])
     results = Results(channel, job["batch"])
     alarm = CallAlarm(results)
-
+    first, end, child = fresh_process_at(job["fresh_at"], job["start"], job["stop"])
     # The candidate runs as module __main__, registered in sys.modules so that pickling its own functions
     # and classes works (multiprocessing in BigCodeBench tasks), as in a script run directly.
     candidate = type(sys)("__main__")
@@ -329,12 +330,13 @@ def main(result_fd, stream, progress_fd=None):
     except BaseException as exc:
         channel.send({"k": "load", "s": "error", "e": _describe(exc)})
         return
-    channel.send({"k": "ready"})
+    if first == job["start"]:  # else the child that ran the calls before ``fresh_at`` said it
+        channel.send({"k": "ready"})
 
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
     time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"]
-    for index in range(job["start"], job["stop"]):
+    for index in range(first, end):
         try:
             started = start(time_limits[index])
             call_index[0] = index
@@ -371,6 +373,22 @@ def main(result_fd, stream, progress_fd=None):
                          "t": frame.get("t", 0.0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
+    if child:
+        os._exit(0)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
+
+
+def fresh_process_at(split, first, stop):
+    """(first call, end, whether a child) for this process: calls on both sides of ``split`` fork a child for those
+    before it, and the worker, its program not loaded yet, runs the rest once the child ended by itself (else ends)."""
+    if split is None or not first < split < stop:
+        return first, stop, False
+    child = os.fork()
+    if child == 0:
+        return first, split, True
+    _, status = os.waitpid(child, 0)
+    if status != 0:
+        os._exit(1)
+    return split, stop, False
 
 
 if __name__ == "__main__":

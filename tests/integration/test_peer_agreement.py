@@ -1,7 +1,10 @@
 """Per-sample verdicts of our engine vs `evalplus.evaluate` itself on the same samples file.
 
 Samples: real SmolLM2 generations (extracted as `avg` does) plus mutated canonical solutions, for
-all 164 HumanEval+ tasks (evalplus insists on every task). Known, explained disagreement:
+all 164 HumanEval+ tasks (evalplus insists on every task), plus canonical solutions that count their
+calls and go wrong after as many as the longer input list has: right where each list runs in a process
+of its own, as evalplus runs them, wrong where the plus inputs inherit the base inputs' state. Known,
+explained disagreement:
 evalplus 0.3.1 never counts a HumanEval/32 (find_zero) input as passed (its special oracle
 `continue`s before marking the input done), so every HumanEval/32 sample fails there.
 """
@@ -25,6 +28,17 @@ pytestmark = pytest.mark.slow
 GENERATED_TASKS = 8
 SAMPLES_PER_TASK = 2
 MUTANTS_PER_TASK = 1
+STATEFUL_TASKS = 3
+STATEFUL = """
+
+_calls_made = [0]
+_correct = {entry_point}
+
+
+def {entry_point}(*args):
+    _calls_made[0] += 1
+    return _correct(*args) if _calls_made[0] <= {limit} else None
+"""
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 
 
@@ -43,6 +57,10 @@ def samples_file(tmp_path_factory, data_dir):
     for problem in benchmark.problems:
         mutants = list(ast_mutants(problem.reference, limit=MUTANTS_PER_TASK, seed=1)) or [problem.reference]
         records += [{"task_id": problem.task_id, "solution": m} for m in mutants]
+    for problem in benchmark.problems[:STATEFUL_TASKS]:  # references that do not call themselves by name
+        limit = max(problem.n_base, len(problem.inputs) - problem.n_base)
+        stateful = problem.reference + STATEFUL.format(entry_point=problem.entry_point, limit=limit)
+        records.append({"task_id": problem.task_id, "solution": stateful})
     path = tmp_path_factory.mktemp("peer") / "samples.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
@@ -68,7 +86,9 @@ def test_verdicts_agree_with_evalplus(samples_file, data_dir, tmp_path):
         counters[row["task_id"]] = index + 1
         ours[(row["task_id"], index)] = (row["base_status"] == "pass", row["plus_status"] == "pass")
     assert set(ours) == set(theirs)
-    assert len(ours) == GENERATED_TASKS * SAMPLES_PER_TASK + 164 and metrics["n_samples"] == len(ours)
+    assert len(ours) == GENERATED_TASKS * SAMPLES_PER_TASK + 164 + STATEFUL_TASKS and metrics["n_samples"] == len(ours)
+    stateful = [(f"HumanEval/{task}", SAMPLES_PER_TASK + MUTANTS_PER_TASK) for task in range(STATEFUL_TASKS)]
+    assert [theirs[key] for key in stateful] == [ours[key] for key in stateful] == [(True, True)] * STATEFUL_TASKS
     disagreements = sorted(key for key in ours if ours[key] != theirs[key])
     for key in disagreements:
         print(f"disagreement {key}: ours={ours[key]} evalplus={theirs[key]} "

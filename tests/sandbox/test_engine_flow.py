@@ -1,6 +1,7 @@
 """Engine control flow: jumps requested by `Program.next_call` and evalplus-style fail-fast scoring."""
 
 import math
+import time
 
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.judging import candidate_program, compute_ground_truth, judge
@@ -151,3 +152,62 @@ def test_returned_numbers_and_scalars_come_back_exactly_as_returned():
     assert [type(value) for value in returned] == [type(value) for value in values]
     assert returned == values
     assert math.copysign(1.0, returned[7]) == -1.0  # -0.0 stays negative
+
+
+COUNTS_ITS_CALLS = "import os\nseen = []\ndef f(x):\n    seen.append(x)\n    return [len(seen), os.getpid()]\n"
+
+
+def test_calls_from_fresh_process_at_run_in_a_process_that_did_not_run_the_earlier_ones():
+    """evalplus runs base and plus inputs in two processes, each loading the program: module state starts afresh."""
+    program = Program(COUNTS_ITS_CALLS, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
+                      fresh_process_at=2)
+    result = run_program(program)
+    counts, pids = zip(*(call.value for call in result.calls))
+    assert counts == (1, 2, 1, 2, 3)
+    assert pids[0] == pids[1] != pids[2] == pids[3] == pids[4]
+    assert result.workers == 1
+    carried = run_program(Program(COUNTS_ITS_CALLS, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5))
+    assert [call.value[0] for call in carried.calls] == [1, 2, 3, 4, 5]
+
+
+def test_a_crash_before_fresh_process_at_is_that_calls_and_the_later_calls_still_run():
+    program = Program(CRASHES_AT_5, "f", calls=[(i,) for i in range(4, 9)], time_limits=[1.0] * 5,
+                      fresh_process_at=3)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "crash", "returned", "returned", "returned"]
+    assert [c.value for c in result.calls] == [40, None, 60, 70, 80]
+
+
+def test_a_worker_that_starts_at_fresh_process_at_needs_no_fork():
+    """After a jump to the plus inputs (a base failure in fail-fast), the new worker runs them itself."""
+    program = Program(COUNTS_ITS_CALLS, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
+                      fresh_process_at=2, next_call=lambda index, call: 2 if index == 0 else index + 1)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "skipped", "returned", "returned", "returned"]
+    assert [c.value[0] for c in result.calls if c.value] == [1, 1, 2, 3]
+    assert result.workers == 2
+
+
+LOOPS_ON_0_AND_2 = "def f(x):\n    while x in (0, 2):\n        pass\n    return x\n"
+
+
+def test_an_input_list_that_runs_out_of_its_time_fails_and_the_next_list_still_runs():
+    """evalplus kills a list's process at its cap: the calls left there time out, the plus list runs as usual."""
+    calls = [(i,) for i in (1, 0, 3, 4)]
+    program = Program(LOOPS_ON_0_AND_2, "f", calls=calls, time_limits=[5.0] * 4, fresh_process_at=2,
+                      part_time_limits=(1.0, 5.0))
+    began = time.monotonic()
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "timeout", "returned", "returned"]
+    assert result.calls[1].error == "the time limit of this input list exceeded"
+    assert [c.value for c in result.calls] == [1, None, 3, 4]
+    assert 1.0 <= time.monotonic() - began < 4.0
+
+
+def test_the_second_list_has_its_own_time_from_where_it_starts():
+    calls = [(i,) for i in (1, 3, 2, 4)]
+    program = Program(LOOPS_ON_0_AND_2, "f", calls=calls, time_limits=[5.0] * 4, fresh_process_at=2,
+                      part_time_limits=(5.0, 1.0))
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "returned", "timeout", "timeout"]
+    assert [c.value for c in result.calls[:2]] == [1, 3]

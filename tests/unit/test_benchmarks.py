@@ -93,6 +93,18 @@ def test_input_time_limits_are_evalplus_defaults_times_the_scale():
     assert candidate_program(problem, truth, problem.reference, 3.0).time_limits == [3.0, 6.0, 3.0]
 
 
+def test_each_input_list_runs_afresh_under_evalplus_per_list_time_cap():
+    # evalplus' untrusted_check, once per list: timeout = min(60, sum(limits)) + 1 (+ 1 without the fast check),
+    # the process joined for timeout + 1 s, then killed.
+    problem = Problem("t/0", "q", "f", "def f(x): return x", inputs=[[i] for i in range(80)], n_base=3)
+    truth = GroundTruth(outputs=list(range(80)), times=[0.1, 0.5, 0.25] + [0.01] * 77, ok=True)
+    fast = candidate_program(problem, truth, problem.reference, oracle="humaneval")
+    assert (fast.fresh_process_at, fast.part_time_limits) == (3, (4.0 + 2.0, 60.0 + 2.0))
+    every_input = candidate_program(problem, truth, problem.reference)
+    assert every_input.part_time_limits == (4.0 + 3.0, 60.0 + 3.0)
+    assert candidate_program(problem, truth, problem.reference, 2.0).part_time_limits == (8.0 + 3.0, 120.0 + 3.0)
+
+
 def test_only_inputs_with_a_digested_expected_value_allow_hashing_time():
     from codea1_eval.sandbox.engine import DIGEST_TIME_S
     from codea1_eval.sandbox.values import Digest
