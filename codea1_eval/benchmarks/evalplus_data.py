@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
+import marshal
+import os
 import sys
+import tempfile
 import warnings
 from functools import cache
 from pathlib import Path
@@ -14,10 +18,13 @@ from codea1_eval.benchmarks.base import Benchmark, Problem
 from codea1_eval.benchmarks.data import file_sha256, require_release_size, resolve_data_file
 from codea1_eval.collector import bulk_work
 from codea1_eval.errors import UserError
+from codea1_eval.paths import cache_dir
 
 HUMANEVAL_PLUS_VERSION = "v0.1.10"
 MBPP_PLUS_VERSION = "v0.2.0"
 RELEASE_TASKS = {"HumanEval+": 164, "MBPP+": 378}
+TASKS_CACHE = "evalplus-tasks"
+"""The cache folder's subfolder where the tasks evalplus' reader gave for a data file are kept, by its sha256."""
 
 
 def _evalplus_download(name: str, version: str, mini: bool):
@@ -46,7 +53,47 @@ def evalplus_data_utils() -> ModuleType:
     return module
 
 
-def _read_tasks(path: Path, label: str) -> list[dict]:
+def _read_tasks(path: Path, label: str, sha256: str) -> list[dict]:
+    """The tasks of an evalplus file (``sha256``: its content's), as evalplus' reader gives them, checked complete.
+    Kept in the cache folder by the file's sha256 (and Python's version) as marshal data with its own sha256 in front:
+    reading them back takes 0.04 s where HumanEval+'s JSON takes 0.1 s to parse and evalplus' reader 0.03 s to import."""
+    cached = cache_dir() / TASKS_CACHE / f"{sha256}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
+    tasks = _cached_tasks(cached)
+    if tasks is None or len(tasks) != RELEASE_TASKS[label]:
+        tasks = _parsed_tasks(path, label)
+        _keep_tasks(cached, tasks)
+    return tasks
+
+
+def _cached_tasks(cached: Path) -> list[dict] | None:
+    """The tasks kept in ``cached``, or None where it is missing, cut short or damaged."""
+    try:
+        data = cached.read_bytes()
+    except OSError:
+        return None
+    if len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
+        return None
+    try:
+        with bulk_work():  # ~10^6 containers
+            tasks = marshal.loads(data[32:])
+    except (ValueError, EOFError, TypeError):  # marshal's format is its Python version's: the name holds that
+        return None
+    return tasks if type(tasks) is list else None
+
+
+def _keep_tasks(cached: Path, tasks: list[dict]) -> None:
+    """Write the cache file whole (a temporary file renamed), or not at all (a read-only cache folder)."""
+    data = marshal.dumps(tasks)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cached.parent, prefix=f".{cached.name}.", delete=False) as tmp:
+            tmp.write(hashlib.sha256(data).digest() + data)
+        os.replace(tmp.name, cached)
+    except OSError:
+        pass
+
+
+def _parsed_tasks(path: Path, label: str) -> list[dict]:
     """The tasks of an evalplus file, checked complete: evalplus' own check (task ids in sequence, which a
     file cut between two tasks passes) and the task count of the release."""
     utils = evalplus_data_utils()
@@ -65,6 +112,7 @@ def _load_humaneval_plus(data_dir: Path | None, mini: bool) -> Benchmark:
     filename = f"HumanEvalPlus{extra}-{HUMANEVAL_PLUS_VERSION}.jsonl"
     path = resolve_data_file(filename, "evalplus", data_dir, "HUMANEVAL_OVERRIDE_PATH",
                              _evalplus_download("HumanEvalPlus", HUMANEVAL_PLUS_VERSION, mini))
+    sha256 = file_sha256(path)
     problems = [
         Problem(
             task_id=task["task_id"],
@@ -76,10 +124,10 @@ def _load_humaneval_plus(data_dir: Path | None, mini: bool) -> Benchmark:
             n_base=len(task["base_input"]),
             atol=float(task["atol"]),
         )
-        for task in _read_tasks(path, "HumanEval+")
+        for task in _read_tasks(path, "HumanEval+", sha256)
     ]
     name = "humaneval+-mini" if mini else "humaneval+"
-    return Benchmark(name, "humaneval", problems, str(path), file_sha256(path))
+    return Benchmark(name, "humaneval", problems, str(path), sha256)
 
 
 def load_humaneval_plus(data_dir: Path | None = None) -> Benchmark:
@@ -121,8 +169,8 @@ def load_mbpp_plus(data_dir: Path | None = None) -> Benchmark:
     filename = f"MbppPlus-{MBPP_PLUS_VERSION}.jsonl"
     path = resolve_data_file(filename, "evalplus", data_dir, "MBPP_OVERRIDE_PATH",
                              _evalplus_download("MbppPlus", MBPP_PLUS_VERSION, False))
-    problems = []
-    for task in _read_tasks(path, "MBPP+"):
+    problems, sha256 = [], file_sha256(path)
+    for task in _read_tasks(path, "MBPP+", sha256):
         base = list(mbpp_deserialize_inputs(task["task_id"], task["base_input"]))
         plus = list(mbpp_deserialize_inputs(task["task_id"], task["plus_input"]))
         problems.append(Problem(
@@ -135,4 +183,4 @@ def load_mbpp_plus(data_dir: Path | None = None) -> Benchmark:
             n_base=len(base),
             atol=float(task["atol"]),
         ))
-    return Benchmark("mbpp+", "mbpp", problems, str(path), file_sha256(path))
+    return Benchmark("mbpp+", "mbpp", problems, str(path), sha256)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, Sequence
 
 PASS, FAIL = "pass", "fail"
@@ -41,10 +42,4 @@ class Verdict:
 
 def _run_length(statuses: list[str]) -> list[list]:
     """Compress per-call statuses as [[status, count], ...] (thousands of inputs per task)."""
-    runs: list[list] = []
-    for status in statuses:
-        if runs and runs[-1][0] == status:
-            runs[-1][1] += 1
-        else:
-            runs.append([status, 1])
-    return runs
+    return [[status, len(list(run))] for status, run in groupby(statuses)]

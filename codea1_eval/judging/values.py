@@ -3,6 +3,8 @@ on the trusted side, with the benchmark's oracle (evalplus' rules), and time lim
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from codea1_eval.judging.kinds import GROUND_TRUTH_CALL_LIMIT_S, TestKind, reference_error
 from codea1_eval.judging.records import FAIL, PASS, GroundTruth, Verdict
 from codea1_eval.sandbox import RETURNED, CallResult, ExecResult, Program, digest_allowances
@@ -21,6 +23,9 @@ truth 150 MB of JSON and crossed the pipe whole. Cached ground truth holds such 
 GROUND_TRUTH_SCHEMA."""
 
 
+_JUDGED = attrgetter("judged")
+
+
 def input_time_limits(times: list[float], scale: float) -> list[float]:
     """evalplus: max(1 s, 4 × the reference's time) per input, times ``scale``."""
     return [max(MIN_TIME_LIMIT_S, GT_TIME_LIMIT_FACTOR * t) * scale for t in times]
@@ -37,12 +42,15 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
     comparators = [EvalplusComparator(oracle, problem.entry_point, atol) for _ in lists]
     first_float: list[int | None] = [None, None]  # per list: its first float expectation's index, when needed
     equality_decides = comparators[0].equality_decides
+    expected: list = []  # ``outputs`` as a list, from the first call on (a cached line is decoded then)
 
     def next_call(index: int, call: CallResult) -> int:
+        if not expected:
+            expected.extend(outputs)
         returned = call.status == RETURNED
         if returned and equality_decides:
             try:
-                if call.value == outputs[index]:
+                if call.value == expected[index]:
                     call.judged = True
                     return index + 1
             except Exception:
@@ -52,9 +60,9 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
         comparator = comparators[part]
         if atol == 0 and comparator.forces_float_tolerance:
             if first_float[part] is None:
-                first_float[part] = next((j for j in range(start, stop) if is_floats(outputs[j])), stop)
+                first_float[part] = next((j for j in range(start, stop) if is_floats(expected[j])), stop)
             comparator.atol = 1e-6 if first_float[part] < index else 0
-        call.judged = comparator.check(problem.inputs[index], outputs[index], returned, call.value)
+        call.judged = comparator.check(problem.inputs[index], expected[index], returned, call.value)
         return index + 1 if call.judged else stop
 
     return next_call
@@ -95,6 +103,8 @@ class ValuesKind(TestKind):
         """Each list judged in order by evalplus' rules (``compare_outputs``); a pass the fail-fast
         ``next_call`` already judged is taken as judged (a list's judging there is the same, in the same order)."""
         calls, n_base = result.calls, problem.n_base
+        if all(map(_JUDGED, calls)):  # every call passed where next_call judged it (as most right answers do)
+            return Verdict(PASS, PASS, [PASS] * len(calls), result.status, result.error)
         verdicts = []
         for start, stop in ((0, n_base), (n_base, len(calls))):
             comparator = EvalplusComparator(oracle, problem.entry_point, problem.atol)

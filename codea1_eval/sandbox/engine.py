@@ -25,7 +25,7 @@ from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, L
                                          ExecResult, Program, SandboxLimits)
 from codea1_eval.sandbox.session import FrameReader, WorkerSession
 from codea1_eval.sandbox.spares import SpareWorkers
-from codea1_eval.sandbox.values import Digest, ProtocolViolation, decode
+from codea1_eval.sandbox.values import PLAIN_JSON, Digest, ProtocolViolation, decode
 
 STARTUP_TIMEOUT_S = 60.0
 DIGEST_TIME_S = 120.0
@@ -198,14 +198,19 @@ def _take_returned(received: list, program: Program, index: int, stop: int, resu
     next_call = program.next_call
     while received and index < stop:
         frame = received[-1]
-        if frame.get("i") != index or frame.get("s") != "ok" or frame.get("k") != "call":
+        get = frame.get
+        if get("i") != index or get("s") != "ok" or get("k") != "call":
             break
-        try:
-            value = decode(frame.get("v"))
-        except ProtocolViolation:
-            break  # _await_call stores the CRASH
+        value = get("v")
+        if type(value) not in PLAIN_JSON:  # a str, number, bool or None is itself
+            try:
+                value = decode(value)
+            except ProtocolViolation:
+                break  # _await_call stores the CRASH
         received.pop()
-        call = results[index] = CallResult(RETURNED, value, duration=_seconds(frame.get("t")))
+        duration = get("t")
+        call = results[index] = CallResult(RETURNED, value, None,
+                                           duration if type(duration) is float else _seconds(duration))
         if next_call is not None:
             wanted = next_call(index, call)
             if wanted != index + 1 and (following := _skip_to(program, index, wanted, results)) != index + 1:

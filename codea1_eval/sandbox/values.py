@@ -53,14 +53,14 @@ class ProtocolViolation(ValueError):
     """A frame from the worker does not follow the protocol (forged or corrupted)."""
 
 
-_PLAIN_JSON = (int, str, bool, float, type(None))
+PLAIN_JSON = (int, str, bool, float, type(None))
 """Types JSON gives that ``decode`` returns as they are (most calls' values: checked first)."""
-_PLAIN_TYPES = frozenset(_PLAIN_JSON)
+_PLAIN_TYPES = frozenset(PLAIN_JSON)
 
 
 def decode(data: Any) -> Any:
     """Rebuild a value from the worker's tagged JSON encoding; raise ProtocolViolation if malformed."""
-    if type(data) in _PLAIN_JSON:
+    if type(data) in PLAIN_JSON:
         return data
     try:
         return _decode(data)

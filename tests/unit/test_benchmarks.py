@@ -1,6 +1,7 @@
 import pandas as pd
 import pytest
 
+from codea1_eval.benchmarks import evalplus_data
 from codea1_eval.benchmarks.base import Problem, load_benchmark
 from codea1_eval.benchmarks.data import resolve_data_file
 from codea1_eval.judging import GroundTruth, candidate_program
@@ -83,6 +84,32 @@ def test_humaneval_plus_is_read_by_evalplus_own_reader_without_importing_hf_data
              ".relative_to(Path(evalplus.__file__).parent))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["164 False", "data/utils.py"]
+
+
+def test_evalplus_tasks_are_read_back_from_the_cache_as_evalplus_reader_gave_them(data_dir, tmp_path, monkeypatch):
+    import json
+    import sys
+
+    monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
+    path = data_dir / "evalplus" / "HumanEvalPlus-v0.1.10.jsonl"
+    with open(path) as handle:  # what evalplus' stream_jsonl gives: json.loads of each non-blank line
+        parsed = [json.loads(line) for line in handle if line.strip()]
+    first = load_benchmark("humaneval+", data_dir)
+    cached = list((tmp_path / "evalplus-tasks").iterdir())
+    assert [c.name for c in cached] == [f"{first.sha256}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"]
+    assert evalplus_data._cached_tasks(cached[0]) == parsed
+    monkeypatch.setattr(evalplus_data, "_parsed_tasks", lambda *args: pytest.fail("parsed again"))
+    second = load_benchmark("humaneval+", data_dir)
+    assert second.problems == first.problems and second.sha256 == first.sha256
+
+    data = bytearray(cached[0].read_bytes())
+    data[len(data) // 2] ^= 1  # one bit flipped: the file's own sha256 no longer holds, it is parsed again
+    cached[0].write_bytes(bytes(data))
+    assert evalplus_data._cached_tasks(cached[0]) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
+    assert load_benchmark("humaneval+", data_dir).problems == first.problems
+    assert evalplus_data._cached_tasks(cached[0]) == parsed
 
 
 def test_input_time_limits_are_evalplus_defaults_times_the_scale():
