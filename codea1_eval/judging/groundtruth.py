@@ -127,6 +127,10 @@ def _unpack_floats(text: str) -> list[float]:
     return packed.tolist()
 
 
+OBJECT = b"{"
+"""What a line holding a JSON object (an encoded non-JSON value: ``{"$": tag, ...}``) has in it somewhere."""
+
+
 class CachedOutputs(abc.Sequence):
     """One task's expected outputs as the cache file holds them (a JSON line: ``data[start:end]``), decoded on first
     use. Two threads that ask at once may both decode it (the same values): no lock, so it pickles (Ray) as data."""
@@ -138,8 +142,13 @@ class CachedOutputs(abc.Sequence):
     def _decoded(self) -> list[Any]:
         values = self._values
         if values is None:
+            line = self._data[self._start:self._end]
             try:
-                values = [decode(value) for value in json.loads(self._data[self._start:self._end])]
+                values = json.loads(line)
+                if type(values) is not list:
+                    values = None
+                elif OBJECT in line:  # else every value is plain JSON (lists, str, numbers), which decodes to itself
+                    values = [decode(value) for value in values]
             except (ValueError, TypeError, KeyError, AttributeError, RecursionError, ProtocolViolation):
                 values = None
             if values is None or len(values) != self._count:

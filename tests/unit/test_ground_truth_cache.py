@@ -75,7 +75,11 @@ def test_cached_outputs_are_decoded_when_first_read_and_a_damaged_line_is_a_clea
     assert len(pickled) < len(line) + len(str(tmp_path)) + 300 < len(other_tasks) and pickle.loads(pickled) == VALUES[:4]
     assert outputs[3] == 2 ** 200 and outputs[1:3] == [True, 7] and list(outputs) == VALUES[:4]
     assert _unpack_floats(_pack_floats([0.1, 1e-300, -0.0, 3.5])) == [0.1, 1e-300, -0.0, 3.5]
-    for damaged, count in ((b'[1, {"$": "nope"}]', 2), (line, 3), (b"[1, 2", 2), (b"[" * 100_000, 1)):
+    plain = [[1, [2.5, "a"]], "}", None, False]  # no JSON object in its line: read as parsed, the same values
+    line = json.dumps([encode_value(value) for value in plain]).encode()
+    assert b"{" not in line and CachedOutputs(line, 0, len(line), 4, tmp_path / "gt.jsonl")[:] == plain
+    for damaged, count in ((b'[1, {"$": "nope"}]', 2), (line, 3), (b"[1, 2", 2), (b"[" * 100_000, 1),
+                           (b'[{"a": 1}]', 1), (b"7", 1)):
         (tmp_path / "gt.jsonl").write_bytes(b"a header, then " + damaged)
         with pytest.raises(UserError, match="ground-truth cache .*gt.jsonl was damaged .* it is removed: run again"):
             CachedOutputs(damaged, 0, len(damaged), count, tmp_path / "gt.jsonl")[0]
