@@ -5,6 +5,10 @@ calls ``install`` before anything else."""
 
 import sys
 
+WINDOWS_ONLY = frozenset({"msvcrt", "_winapi", "winreg", "nt", "_overlapped", "winsound"})
+"""Modules the standard library tries on every platform and site-packages never holds (``subprocess`` imports
+``msvcrt`` to learn it is not on Windows): a miss of one is not a reason to load site."""
+
 
 class LazySite:
     """The last meta-path finder: on the first import the standard library cannot satisfy, it runs ``site.main()``
@@ -12,6 +16,8 @@ class LazySite:
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):
+        if name in WINDOWS_ONLY:
+            return None
         sys.meta_path.remove(cls)
         import site
 

@@ -69,6 +69,8 @@ class Program:
     ``part_time_limits``: the wall-clock seconds each part (before ``fresh_process_at``, from it) may take, counted
     from when the harness first waits on a call of the part; calls left when one runs out are TIMEOUT, and the next
     part still runs (evalplus kills an input list's process at min(60 s, the sum of its limits) + 2 s).
+    ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
+    ``exit``, ``os.remove`` and the like set to None, ``resource`` unimportable: ``sandbox/input_lists.py``).
     """
 
     code: str
@@ -83,6 +85,7 @@ class Program:
     digest_strings_over: int | None = None
     fresh_process_at: int | None = None
     part_time_limits: tuple[float, float] | None = None
+    reliability_guard: bool = False
 
     @property
     def n_calls(self) -> int:

@@ -119,7 +119,7 @@ class FrameReader:
 
 class Progress:
     """A shared page where a batching worker publishes the index of the call it is in (``worker.py``
-    ``published_progress``), so that after it dies this says which call did it while earlier results were
+    ``main``), so that after it dies this says which call did it while earlier results were
     still unsent. The worker (and so its candidate) can write any bytes there: ``WorkerSession`` checks the
     value, and the page is sealed, so that no one can shrink it under the harness's mapping."""
 
@@ -227,7 +227,7 @@ class WorkerSession:
             "load_time_limit": self.limits.load_time_limit, "limits": self.limits.cpu_rlimit(cpu_budget),
             "start": start, "stop": program.n_calls if stop is None else stop, "batch": batched,
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
-            "fresh_at": program.fresh_process_at,
+            "fresh_at": program.fresh_process_at, "guard": program.reliability_guard,
         }, last=True)
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):

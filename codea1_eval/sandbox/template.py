@@ -14,9 +14,10 @@ import struct
 import sys
 
 TEMPLATE_PRELOAD = ("mmap", "hashlib", "re", "collections", "itertools", "functools", "heapq", "bisect",
-                    "string", "operator", "typing", "fractions", "decimal")
+                    "string", "operator", "typing", "fractions", "decimal", "shutil", "subprocess")
 """Modules a template imports once so its workers start with them: stateless ones candidates and the worker
-use often (never ``random`` or ``tempfile``, whose state every worker must draw afresh)."""
+use often, and those evalplus' ``reliability_guard`` edits (never ``random`` or ``tempfile``, whose state every
+worker must draw afresh)."""
 
 
 def preopen(confinement, paths):
@@ -35,7 +36,8 @@ def warm_up(worker, preopened_paths):
     JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these objects."""
     for name in TEMPLATE_PRELOAD:
         __import__(name)
-    confinement = worker.confinement()
+    confinement = worker.loaded("confine")
+    worker.loaded("input_lists")
     confinement.libc_calls()
     preopen(confinement, preopened_paths)
     compile("", "<warm-up>", "exec")

@@ -7,10 +7,10 @@ Protocol. The parent writes two pickles (parent -> child data is trusted) to std
 setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
 ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
-"long_str": int, "fresh_at": int | None}`` (calls ``start`` to ``stop - 1``, those before ``fresh_at`` in a forked
-child: ``fresh_process_at``). The child answers on RESULT_FD with length-prefixed JSON frames
-(child -> parent data is NOT trusted; the parent validates every frame): ``{"k": "hello"}``, ``{"k": "ready"}`` or
-``{"k": "load", "s": status, "e": error}``, then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t":
+"long_str": int, "fresh_at": int | None, "guard": bool}`` (calls ``start`` to ``stop - 1``; those before ``fresh_at``
+in a forked child, and evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``). The child answers
+on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame):
+``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t":
 seconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before each call
 the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
@@ -251,15 +251,15 @@ class CallAlarm:
         self._arm(min(deadline, results.since + BATCH_WINDOW_S) if results.held else deadline, now)
 
 
-_CONFINEMENT = []  # confinement(), once loaded
+_LOADED = {}  # loaded(name), by name
 
 
-def confinement():
-    """What confines a worker before its candidate runs (``confine.py`` beside this script: Landlock, rlimits, stdio),
-    loaded once: a template loads it before forking, with the policy's fixed paths opened (``PREOPENED``)."""
-    if not _CONFINEMENT:
-        _CONFINEMENT.append(sibling("confine"))
-    return _CONFINEMENT[0]
+def loaded(name):
+    """The harness's script ``name``.py beside this one, loaded once (a template loads them before forking):
+    ``confine`` (Landlock, rlimits, stdio; the policy's fixed paths opened, ``PREOPENED``) and ``input_lists``."""
+    if name not in _LOADED:
+        _LOADED[name] = sibling(name)
+    return _LOADED[name]
 
 
 def _describe(exc):
@@ -279,24 +279,19 @@ def sibling(name):
     return module
 
 
-def published_progress(progress_fd):
-    """The parent's ``session.Progress`` page as a one-item view, where the worker stores each call's index first."""
-    page = mmap.mmap(progress_fd, 8)
-    os.close(progress_fd)
-    return memoryview(page).cast("q")
-
-
 def main(result_fd, stream, progress_fd=None):
     """Read the setup from ``stream`` and confine this worker as it says, greet the parent on ``result_fd``, then read
     the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
     fresh worker inherits the harness's, numbered in the setup). A spare worker waits for its job confined."""
     setup = pickle.load(stream)
     channel = Channel(result_fd)
-    call_index = published_progress(setup["progress_fd"] if progress_fd is None else progress_fd)
+    progress_fd = setup["progress_fd"] if progress_fd is None else progress_fd
+    call_index = memoryview(mmap.mmap(progress_fd, 8)).cast("q")  # the parent's session.Progress: each call's index
+    os.close(progress_fd)
     if setup["private_tmp"] is not None:
         sibling("private_tmp").isolate_tmp(setup["private_tmp"])
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
-    confining = confinement()
+    confining, lists = loaded("confine"), loaded("input_lists")  # read while this worker may still read them
     if setup["landlock"] is not None:
         confining.confine(setup["landlock"])
     confining.close_preopened()
@@ -310,7 +305,9 @@ def main(result_fd, stream, progress_fd=None):
     confining.apply_limits(job["limits"])
     results = Results(channel, job["batch"])
     alarm = CallAlarm(results)
-    first, end, child = fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+    first, end, child = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+    if job["guard"]:
+        lists.reliability_guard()
     # The candidate runs as module __main__, registered in sys.modules so that pickling its own functions
     # and classes works (multiprocessing in BigCodeBench tasks), as in a script run directly.
     candidate = type(sys)("__main__")
@@ -375,20 +372,6 @@ def main(result_fd, stream, progress_fd=None):
     results.flush()
     if child:
         os._exit(0)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
-
-
-def fresh_process_at(split, first, stop):
-    """(first call, end, whether a child) for this process: calls on both sides of ``split`` fork a child for those
-    before it, and the worker, its program not loaded yet, runs the rest once the child ended by itself (else ends)."""
-    if split is None or not first < split < stop:
-        return first, stop, False
-    child = os.fork()
-    if child == 0:
-        return first, split, True
-    _, status = os.waitpid(child, 0)
-    if status != 0:
-        os._exit(1)
-    return split, stop, False
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 Samples: real SmolLM2 generations (extracted as `avg` does) plus mutated canonical solutions, for
 all 164 HumanEval+ tasks (evalplus insists on every task), plus canonical solutions that count their
-calls and go wrong after as many as the longer input list has: right where each list runs in a process
-of its own, as evalplus runs them, wrong where the plus inputs inherit the base inputs' state. Known,
-explained disagreement:
+calls (in a global, or in a file in their folder) and go wrong after as many as the longer input list
+has: right where each list runs in a process and a folder of its own, as evalplus runs them, wrong
+where the plus inputs inherit the base inputs' state; and one that logs its calls with ``open``, which
+evalplus' reliability_guard sets to None. Known, explained disagreement:
 evalplus 0.3.1 never counts a HumanEval/32 (find_zero) input as passed (its special oracle
 `continue`s before marking the input done), so every HumanEval/32 sample fails there.
 """
@@ -28,8 +29,7 @@ pytestmark = pytest.mark.slow
 GENERATED_TASKS = 8
 SAMPLES_PER_TASK = 2
 MUTANTS_PER_TASK = 1
-STATEFUL_TASKS = 3
-STATEFUL = """
+STATEFUL = ("""
 
 _calls_made = [0]
 _correct = {entry_point}
@@ -38,7 +38,29 @@ _correct = {entry_point}
 def {entry_point}(*args):
     _calls_made[0] += 1
     return _correct(*args) if _calls_made[0] <= {limit} else None
-"""
+""", """
+
+import os as _os
+
+_correct = {entry_point}
+
+
+def {entry_point}(*args):
+    calls_made = _os.open("calls_made", _os.O_WRONLY | _os.O_CREAT | _os.O_APPEND)
+    _os.write(calls_made, b"+")
+    _os.close(calls_made)
+    return _correct(*args) if _os.stat("calls_made").st_size <= {limit} else None
+""", """
+
+_correct = {entry_point}
+
+
+def {entry_point}(*args):
+    print(*args, file=open("calls_made", "a"))
+    return _correct(*args)
+""")
+STATEFUL_VERDICTS = [(True, True), (True, True), (False, False)]
+STATEFUL_TASKS = len(STATEFUL)  # the first tasks, whose references do not call themselves by name
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 
 
@@ -57,10 +79,10 @@ def samples_file(tmp_path_factory, data_dir):
     for problem in benchmark.problems:
         mutants = list(ast_mutants(problem.reference, limit=MUTANTS_PER_TASK, seed=1)) or [problem.reference]
         records += [{"task_id": problem.task_id, "solution": m} for m in mutants]
-    for problem in benchmark.problems[:STATEFUL_TASKS]:  # references that do not call themselves by name
+    for task, problem in enumerate(benchmark.problems[:STATEFUL_TASKS]):
         limit = max(problem.n_base, len(problem.inputs) - problem.n_base)
-        stateful = problem.reference + STATEFUL.format(entry_point=problem.entry_point, limit=limit)
-        records.append({"task_id": problem.task_id, "solution": stateful})
+        stateful = STATEFUL[task].format(entry_point=problem.entry_point, limit=limit)
+        records.append({"task_id": problem.task_id, "solution": problem.reference + stateful})
     path = tmp_path_factory.mktemp("peer") / "samples.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
@@ -88,7 +110,7 @@ def test_verdicts_agree_with_evalplus(samples_file, data_dir, tmp_path):
     assert set(ours) == set(theirs)
     assert len(ours) == GENERATED_TASKS * SAMPLES_PER_TASK + 164 + STATEFUL_TASKS and metrics["n_samples"] == len(ours)
     stateful = [(f"HumanEval/{task}", SAMPLES_PER_TASK + MUTANTS_PER_TASK) for task in range(STATEFUL_TASKS)]
-    assert [theirs[key] for key in stateful] == [ours[key] for key in stateful] == [(True, True)] * STATEFUL_TASKS
+    assert [theirs[key] for key in stateful] == [ours[key] for key in stateful] == STATEFUL_VERDICTS
     disagreements = sorted(key for key in ours if ours[key] != theirs[key])
     for key in disagreements:
         print(f"disagreement {key}: ours={ours[key]} evalplus={theirs[key]} "

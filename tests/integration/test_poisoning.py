@@ -27,19 +27,20 @@ from codea1_eval.sandbox.landlock import kernel_abi
 pytestmark = pytest.mark.slow
 TASKS = 2
 
-PLANT = "open({cache!r} + '/planted.py', 'w').write('import os')"
+# io.open: evalplus' reliability_guard, which every candidate runs under, sets the builtin open to None
+PLANT = "__import__('io').open({cache!r} + '/planted.py', 'w').write('import os')"
 POISON_GROUND_TRUTH = """
-import glob, hashlib, json
+import glob, hashlib, io, json
 for path in glob.glob({cache!r} + '/groundtruth/*.jsonl'):
-    header = json.loads(open(path).readline())
+    header = json.loads(io.open(path).readline())
     body = ''.join(json.dumps([None] * task['n_outputs']) + '\\n' for task in header['tasks'])
     header['sha256'] = hashlib.sha256(body.encode()).hexdigest()
-    open(path, 'w').write(json.dumps(header) + '\\n' + body)
+    io.open(path, 'w').write(json.dumps(header) + '\\n' + body)
 """
 FORGE_RECORD = """
 record = {{"schema": 1, "key": {key!r}, "task_id": {task_id!r}, "base_status": "pass", "plus_status": "pass",
           "program_status": "ok", "error": None, "call_statuses": [], "passed": True, "workers": 1, "wall_s": 0.1}}
-open({executions!r}, 'a').write(__import__('json').dumps(record) + '\\n')
+__import__('io').open({executions!r}, 'a').write(__import__('json').dumps(record) + '\\n')
 """
 
 
@@ -106,7 +107,8 @@ def test_candidates_cannot_poison_the_cache_or_forge_records(problems, data_dir,
     forged_keys = {r["task_id"]: r["key"] for r, sample in zip(_records(clean), _ordered_samples(clean))
                    if sample == returns_none[r["task_id"]]}
     cache_before = _snapshot(cache)
-    assert len(forged_keys) == TASKS and len(cache_before) == 1  # one ground-truth file: the first two tasks
+    assert len(forged_keys) == TASKS  # the cache: the first two tasks' ground truth, HumanEval+'s parsed tasks
+    assert sorted(path.split("/")[0] for path in cache_before) == ["evalplus-tasks", "groundtruth"]
 
     attacked = tmp_path / "attacked"
     executions = str(attacked / "executions.jsonl")

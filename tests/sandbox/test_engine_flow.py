@@ -170,6 +170,16 @@ def test_calls_from_fresh_process_at_run_in_a_process_that_did_not_run_the_earli
     assert [call.value[0] for call in carried.calls] == [1, 2, 3, 4, 5]
 
 
+LISTS_ITS_FOLDER = ("import os\ndef f(x):\n    names = sorted(os.listdir('.'))\n    open(f'm{x}', 'w').close()\n"
+                    "    return names\n")
+
+
+def test_the_calls_from_fresh_process_at_start_in_an_empty_folder():
+    """evalplus runs each input list in a temporary folder of its own: files the base inputs left are not there."""
+    program = Program(LISTS_ITS_FOLDER, "f", calls=[(i,) for i in range(4)], time_limits=[1.0] * 4, fresh_process_at=2)
+    assert [call.value for call in run_program(program).calls] == [[], ["m0"], [], ["m2"]]
+
+
 def test_a_crash_before_fresh_process_at_is_that_calls_and_the_later_calls_still_run():
     program = Program(CRASHES_AT_5, "f", calls=[(i,) for i in range(4, 9)], time_limits=[1.0] * 5,
                       fresh_process_at=3)
@@ -211,3 +221,29 @@ def test_the_second_list_has_its_own_time_from_where_it_starts():
     result = run_program(program)
     assert [c.status for c in result.calls] == ["returned", "returned", "timeout", "timeout"]
     assert [c.value for c in result.calls[:2]] == [1, 3]
+
+
+USES_WHAT_EVALPLUS_DISABLES = """
+import os
+def f(x):
+    if x == 0:
+        return [open is None, exit is None, os.getcwd is None, os.remove is None, os.kill is None]
+    if x == 1:
+        import resource
+    if x == 2:
+        import shutil, subprocess
+        return [shutil.rmtree is None, subprocess.Popen is None]
+    return list(range(x))
+"""
+
+
+def test_reliability_guard_disables_what_evalplus_disables_before_the_program_loads():
+    calls = [(0,), (1,), (2,), (300_000,)]  # the last value is digested, after the guard
+    guarded = run_program(Program(USES_WHAT_EVALPLUS_DISABLES, "f", calls=calls, time_limits=[5.0] * 4,
+                                  reliability_guard=True)).calls
+    assert [c.status for c in guarded] == ["returned", "error", "returned", "returned"]
+    assert guarded[0].value == [True] * 5 and guarded[2].value == [True, True]
+    assert guarded[1].error == "ModuleNotFoundError: import of resource halted; None in sys.modules"
+    plain = run_program(Program(USES_WHAT_EVALPLUS_DISABLES, "f", calls=calls, time_limits=[5.0] * 4)).calls
+    assert [c.status for c in plain] == ["returned"] * 4
+    assert plain[0].value == [False] * 5 and plain[2].value == [False, False] and plain[3].value == guarded[3].value
