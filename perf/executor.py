@@ -76,6 +76,7 @@ from codea1_eval.metrics.mutation import ast_mutants
 from codea1_eval.sandbox import Executor, Program, SandboxLimits
 from codea1_eval.sandbox.executors import make_executor
 from codea1_eval.sandbox import worker as sandbox_worker
+from codea1_eval.sandbox.deadlines import Deadlines
 from codea1_eval.sandbox.compare import EvalplusComparator, compare_outputs
 from codea1_eval.sandbox.values import Digest, decode
 
@@ -261,29 +262,11 @@ def _child_setup(memory_limit: bool = True) -> None:
                 pass
 
 
-class ListDeadline:
-    """The wall-clock deadline of a candidate's call ``index``: each input list (base, plus) gets its
-    ``Program.part_time_limits`` from where it starts, as in ours and in evalplus (the total limit where none)."""
-
-    def __init__(self, program: Program, count: int):
-        self.limits = program.part_time_limits or (program.total_time_limit,)
-        self.split = program.fresh_process_at if program.part_time_limits else count
-        self.count, self.part, self.deadline = count, 0, time.monotonic() + self.limits[0]
-
-    def remaining(self, index: int) -> float:
-        if index >= self.split and self.part == 0:
-            self.part, self.deadline = 1, time.monotonic() + self.limits[1]
-        return self.deadline - time.monotonic()
-
-    def part_end(self, index: int) -> int:
-        return self.split if index < self.split else self.count
-
-
 def _run_candidate_inprocess(code: str, entry_point: str, inputs, program: Program,
                              stopper: ListStopper | None = None):
     """exec the candidate in fresh globals and call it on its inputs; return (outcomes, statuses).
     Statuses: returned | error | timeout | skipped (after a failure, with a stopper)."""
-    time_limits, deadline = program.time_limits, ListDeadline(program, len(inputs))
+    time_limits, deadlines = program.time_limits, Deadlines(program, time.monotonic())  # each list's, as ours
     count = len(inputs)
     outcomes: list[tuple[bool, object]] = [(False, None)] * count
     statuses: list[str] = ["skipped"] * count
@@ -299,9 +282,9 @@ def _run_candidate_inprocess(code: str, entry_point: str, inputs, program: Progr
         return outcomes, [status] * count
     index = 0
     while index < count:
-        remaining = deadline.remaining(index)
+        remaining = deadlines.at(index) - time.monotonic()
         if remaining <= 0:
-            end = deadline.part_end(index)
+            end = deadlines.part_end(index, count)
             statuses[index:end] = ["timeout"] * (end - index)
             index = end
             continue
@@ -404,7 +387,7 @@ def _evalplus_child(workload: Workload, index: int, details, stat, progress) -> 
     candidate = workload.candidates[index]
     problem = workload.problems[candidate.task]
     program = candidate.program
-    deadline = ListDeadline(program, len(problem.inputs))
+    deadlines = Deadlines(program, time.monotonic())  # each input list's, as ours
     outcomes: list[tuple[bool, object]] = []
     with create_tempdir():
         try:
@@ -416,9 +399,9 @@ def _evalplus_child(workload: Workload, index: int, details, stat, progress) -> 
             stopper = ListStopper(workload, candidate) if workload.fail_fast else None
             i = 0
             while i < len(problem.inputs):
-                remaining = deadline.remaining(i)
+                remaining = deadlines.at(i) - time.monotonic()
                 if remaining <= 0:
-                    i = deadline.part_end(i)
+                    i = deadlines.part_end(i, len(problem.inputs))
                     continue
                 try:
                     with time_limit(max(1e-3, min(program.time_limits[i], remaining))), swallow_io():

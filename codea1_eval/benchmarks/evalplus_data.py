@@ -11,6 +11,7 @@ import sys
 import tempfile
 import warnings
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
@@ -55,9 +56,15 @@ def evalplus_data_utils() -> ModuleType:
 
 def _read_tasks(path: Path, label: str, sha256: str) -> list[dict]:
     """The tasks of an evalplus file (``sha256``: its content's), as evalplus' reader gives them, checked complete.
-    Kept in the cache folder by the file's sha256 (and Python's version) as marshal data with its own sha256 in front:
-    reading them back takes 0.04 s where HumanEval+'s JSON takes 0.1 s to parse and evalplus' reader 0.03 s to import."""
-    cached = cache_dir() / TASKS_CACHE / f"{sha256}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
+    Kept in the cache folder by the file's sha256 (and the versions of Python and evalplus) as marshal data with its
+    own sha256 in front: reading them back takes 0.04 s where HumanEval+'s JSON takes 0.1 s to parse and evalplus'
+    reader 0.03 s to import."""
+    try:
+        reader = metadata.version("evalplus")
+    except metadata.PackageNotFoundError:  # then _parsed_tasks says what is missing
+        reader = "none"
+    python = f"{sys.version_info[0]}{sys.version_info[1]}"
+    cached = cache_dir() / TASKS_CACHE / f"{sha256}-py{python}-evalplus{reader}.marshal"
     tasks = _cached_tasks(cached)
     if tasks is None or len(tasks) != RELEASE_TASKS[label]:
         tasks = _parsed_tasks(path, label)
@@ -87,7 +94,11 @@ def _keep_tasks(cached: Path, tasks: list[dict]) -> None:
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=cached.parent, prefix=f".{cached.name}.", delete=False) as tmp:
-            tmp.write(hashlib.sha256(data).digest() + data)
+            try:
+                tmp.write(hashlib.sha256(data).digest() + data)
+            except OSError:
+                os.unlink(tmp.name)
+                raise
         os.replace(tmp.name, cached)
     except OSError:
         pass

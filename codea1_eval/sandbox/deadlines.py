@@ -28,8 +28,11 @@ class Deadlines:
         return self.parts[part]
 
     def part_end(self, index: int, n_calls: int) -> int:
-        """Where the part holding call ``index`` ends."""
-        return self.split if self.part_limits is not None and index < self.split else n_calls
+        """Where the calls left without time end: the part holding call ``index``, or the program once its total
+        ran out."""
+        if self.part_limits is None or index >= self.split or time.monotonic() >= self.total:
+            return n_calls
+        return self.split
 
     def error(self) -> str:
         """Why the calls left in a part that ran out of time did not run."""

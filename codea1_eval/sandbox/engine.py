@@ -154,29 +154,24 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     if frame is None or frame.get("k") != "hello":
         return SANDBOX_ERROR, start, session.startup_error()
 
-    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadlines.at(start))
-    if frame == TOTAL_TIMEOUT:
-        return TOTAL_TIMEOUT, start, None
-    if isinstance(frame, TimeoutError):
-        return LOAD_TIMEOUT, start, "program load timed out"
-    if isinstance(frame, ProtocolViolation):
-        return LOAD_CRASH, start, f"protocol violation while loading: {frame}"
-    if frame is None:
-        return LOAD_CRASH, start, "worker exited while loading the program"
-    if frame.get("k") == "load":
-        kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
-        return kind, start, str(frame.get("e"))[:500]
-    if frame.get("k") != "ready":
-        return LOAD_CRASH, start, "protocol violation while loading"
-
+    loaded = _load_phase(reader, limits, deadlines.at(start), start, trusted=True)
+    if loaded is not None:
+        return loaded
+    split = program.fresh_process_at
+    reload_at = split if split is not None and start < split < stop else None  # the worker forked there
     index = start
     while index < stop:
-        index, jumped = _take_returned(reader.batch, program, index, stop, results)
+        if index == reload_at:  # the child ran the calls before it; the worker itself now loads the program
+            loaded = _load_phase(reader, limits, deadlines.at(index), index, trusted=False)
+            if loaded is not None:
+                return loaded
+        end = reload_at if reload_at is not None and index < reload_at else stop  # the calls of this process
+        index, jumped = _take_returned(reader.batch, program, index, end, results)
         if jumped:
             return JUMP, index, None
-        if index >= stop:
-            break
-        outcome = _await_call(session, program, limits, index, stop, results, deadlines.at(index))
+        if index >= end:
+            continue
+        outcome = _await_call(session, program, limits, index, end, results, deadlines.at(index))
         if outcome == TOTAL_TIMEOUT:
             return outcome, index, None
         if outcome in (LOST, UNSENT):
@@ -188,6 +183,30 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
             return JUMP, following, None
         index = following
     return OK, index, None
+
+
+def _load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, index: int,
+                trusted: bool) -> tuple[str, int, str | None] | None:
+    """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
+    else the outcome. ``trusted``: no candidate code has run in the worker yet, so a load frame that says the sandbox
+    failed (no fork) is the sandbox's failure, retried; after that, one is the candidate's word (a load error)."""
+    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
+    if frame == TOTAL_TIMEOUT:
+        return TOTAL_TIMEOUT, index, None
+    if isinstance(frame, TimeoutError):
+        return LOAD_TIMEOUT, index, "program load timed out"
+    if isinstance(frame, ProtocolViolation):
+        return LOAD_CRASH, index, f"protocol violation while loading: {frame}"
+    if frame is None:
+        return LOAD_CRASH, index, "worker exited while loading the program"
+    if frame.get("k") == "load":
+        if trusted and frame.get("s") == "sandbox":
+            return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
+        kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
+        return kind, index, str(frame.get("e"))[:500]
+    if frame.get("k") != "ready":
+        return LOAD_CRASH, index, "protocol violation while loading"
+    return None
 
 
 def _take_returned(received: list, program: Program, index: int, stop: int, results: list) -> tuple[int, bool]:

@@ -13,43 +13,65 @@ GUARDED_OS_FUNCTIONS = ("kill", "system", "putenv", "remove", "removedirs", "rmd
 """The ``os`` functions evalplus' reliability_guard sets to None (in its order)."""
 GUARDED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 """The modules it makes unimportable (``sys.modules[name] = None``)."""
+DONE = b"done"
 
 
 def fresh_process_at(split, first, stop):
-    """(first call, end, whether a child) for this process: calls on both sides of ``split`` fork a child for those
-    before it; once it has ended by itself (else the worker ends too, so that the harness sees where it died), the
-    worker, its program not loaded yet, runs the rest in a new empty folder."""
+    """(first call, end, the descriptor to say "done" on or None) for this process: calls on both sides of ``split``
+    fork a child for those before it, which writes ``DONE`` there once their results are sent; only then (else the
+    worker ends too, and the harness sees the call it died in) the worker, its program not loaded yet, runs the rest
+    in a new empty folder. OSError where there is no fork (the sandbox's failure: no candidate code ran yet)."""
     if split is None or not first < split < stop:
-        return first, stop, False
+        return first, stop, None
+    done_read, done_write = os.pipe()
     child = os.fork()
     if child == 0:
-        return first, split, True
-    if os.waitpid(child, 0)[1] != 0:
+        os.close(done_read)
+        return first, split, done_write
+    os.close(done_write)
+    done = os.read(done_read, len(DONE)) == DONE
+    os.close(done_read)
+    os.waitpid(child, 0)
+    if not done:
         os._exit(1)
-    try:
-        os.mkdir(folder := f".list-{os.getpid()}")
-        os.chdir(folder)
-    except OSError:
-        pass
-    return split, stop, False
+    folder = f".list-{os.urandom(8).hex()}"  # a name the child could not have taken first
+    os.mkdir(folder)
+    os.chdir(folder)
+    return split, stop, None
 
 
 def reliability_guard():
-    """evalplus 0.3.1's ``reliability_guard`` without its memory limits (the sandbox's own apply) and its
-    ``faulthandler.disable()`` (not enabled here): what a candidate then cannot call fails there as here."""
+    """evalplus 0.3.1's ``reliability_guard``, but for its memory limits (the sandbox's own apply) and
+    ``faulthandler.disable()`` (not enabled here): what a candidate then cannot call fails here as it fails there.
+    Imports run without it (and it returns after each): in evalplus' process numpy and the rest of evalplus'
+    own imports are loaded before the guard, so a candidate's ``import numpy`` finds it loaded, where here the import
+    runs (numpy's sets environment variables, which needs ``os.putenv``)."""
     import shutil
     import subprocess
 
-    builtins.exit = None
-    builtins.quit = None
     os.environ["OMP_NUM_THREADS"] = "1"
-    for name in GUARDED_OS_FUNCTIONS:
-        setattr(os, name, None)
-    builtins.open = None
-    shutil.rmtree = None
-    shutil.move = None
-    shutil.chown = None
-    subprocess.Popen = None
-    builtins.help = None
     for name in GUARDED_MODULES:
         sys.modules[name] = None
+    disabled = [(builtins, name) for name in ("exit", "quit", "open", "help")]
+    disabled += [(os, name) for name in GUARDED_OS_FUNCTIONS]
+    disabled += [(shutil, "rmtree"), (shutil, "move"), (shutil, "chown"), (subprocess, "Popen")]
+    originals = [getattr(owner, name, None) for owner, name in disabled]
+    importer, depth = builtins.__import__, [0]
+
+    def set_all(values):
+        for (owner, name), value in zip(disabled, values):
+            setattr(owner, name, value)
+
+    def import_unguarded(*args, **kwargs):
+        if depth[0] == 0:
+            set_all(originals)
+        depth[0] += 1
+        try:
+            return importer(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                set_all([None] * len(disabled))
+
+    set_all([None] * len(disabled))
+    builtins.__import__ = import_unguarded

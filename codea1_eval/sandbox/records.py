@@ -68,9 +68,10 @@ class Program:
     before loading the program, its child runs the calls before the index and exits, then it loads and runs the rest.
     ``part_time_limits``: the wall-clock seconds each part (before ``fresh_process_at``, from it) may take, counted
     from when the harness first waits on a call of the part; calls left when one runs out are TIMEOUT, and the next
-    part still runs (evalplus kills an input list's process at min(60 s, the sum of its limits) + 2 s).
+    part still runs (evalplus kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s without
+    its fast check).
     ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
-    ``exit``, ``os.remove`` and the like set to None, ``resource`` unimportable: ``sandbox/input_lists.py``).
+    ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``).
     """
 
     code: str

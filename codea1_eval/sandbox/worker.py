@@ -305,7 +305,11 @@ def main(result_fd, stream, progress_fd=None):
     confining.apply_limits(job["limits"])
     results = Results(channel, job["batch"])
     alarm = CallAlarm(results)
-    first, end, child = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+    try:
+        first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+    except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
+        channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
+        return
     if job["guard"]:
         lists.reliability_guard()
     # The candidate runs as module __main__, registered in sys.modules so that pickling its own functions
@@ -327,8 +331,7 @@ def main(result_fd, stream, progress_fd=None):
     except BaseException as exc:
         channel.send({"k": "load", "s": "error", "e": _describe(exc)})
         return
-    if first == job["start"]:  # else the child that ran the calls before ``fresh_at`` said it
-        channel.send({"k": "ready"})
+    channel.send({"k": "ready"})
 
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
@@ -370,7 +373,8 @@ def main(result_fd, stream, progress_fd=None):
                          "t": frame.get("t", 0.0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
-    if child:
+    if done is not None:  # the child that ran the calls before ``fresh_at``
+        os.write(done, lists.DONE)
         os._exit(0)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
 
 

@@ -4,8 +4,8 @@ Samples: real SmolLM2 generations (extracted as `avg` does) plus mutated canonic
 all 164 HumanEval+ tasks (evalplus insists on every task), plus canonical solutions that count their
 calls (in a global, or in a file in their folder) and go wrong after as many as the longer input list
 has: right where each list runs in a process and a folder of its own, as evalplus runs them, wrong
-where the plus inputs inherit the base inputs' state; and one that logs its calls with ``open``, which
-evalplus' reliability_guard sets to None. Known, explained disagreement:
+where the plus inputs inherit the base inputs' state; one that logs its calls with ``open``, which
+evalplus' reliability_guard sets to None; one that imports numpy. Known, explained disagreement:
 evalplus 0.3.1 never counts a HumanEval/32 (find_zero) input as passed (its special oracle
 `continue`s before marking the input done), so every HumanEval/32 sample fails there.
 """
@@ -58,8 +58,17 @@ _correct = {entry_point}
 def {entry_point}(*args):
     print(*args, file=open("calls_made", "a"))
     return _correct(*args)
+""", """
+
+import numpy as _np
+
+_correct = {entry_point}
+
+
+def {entry_point}(*args):
+    return _correct(*args) if _np.int64(1) else None
 """)
-STATEFUL_VERDICTS = [(True, True), (True, True), (False, False)]
+STATEFUL_VERDICTS = [(True, True), (True, True), (False, False), (True, True)]
 STATEFUL_TASKS = len(STATEFUL)  # the first tasks, whose references do not call themselves by name
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 

@@ -3,9 +3,12 @@
 import math
 import time
 
+import pytest
+
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.judging import candidate_program, compute_ground_truth, judge
-from codea1_eval.sandbox import Executor, Program, run_program
+from codea1_eval.sandbox import Executor, Program, SandboxLimits, run_program
+from codea1_eval.sandbox.cgroup import _writable_root
 
 IDENTITY = "def f(x):\n    return x\n"
 
@@ -233,17 +236,67 @@ def f(x):
     if x == 2:
         import shutil, subprocess
         return [shutil.rmtree is None, subprocess.Popen is None]
+    if x == 3:
+        import numpy  # its import sets environment variables: imports run without the guard, as if preloaded
+        return [int(numpy.arange(4).sum()), os.putenv is None, help is None]
     return list(range(x))
 """
 
 
 def test_reliability_guard_disables_what_evalplus_disables_before_the_program_loads():
-    calls = [(0,), (1,), (2,), (300_000,)]  # the last value is digested, after the guard
-    guarded = run_program(Program(USES_WHAT_EVALPLUS_DISABLES, "f", calls=calls, time_limits=[5.0] * 4,
+    calls = [(0,), (1,), (2,), (3,), (300_000,)]  # the last value is digested, after the guard
+    guarded = run_program(Program(USES_WHAT_EVALPLUS_DISABLES, "f", calls=calls, time_limits=[5.0] * 5,
                                   reliability_guard=True)).calls
-    assert [c.status for c in guarded] == ["returned", "error", "returned", "returned"]
-    assert guarded[0].value == [True] * 5 and guarded[2].value == [True, True]
+    assert [c.status for c in guarded] == ["returned", "error", "returned", "returned", "returned"]
+    assert guarded[0].value == [True] * 5 and guarded[2].value == [True, True] and guarded[3].value == [6, True, True]
     assert guarded[1].error == "ModuleNotFoundError: import of resource halted; None in sys.modules"
-    plain = run_program(Program(USES_WHAT_EVALPLUS_DISABLES, "f", calls=calls, time_limits=[5.0] * 4)).calls
-    assert [c.status for c in plain] == ["returned"] * 4
-    assert plain[0].value == [False] * 5 and plain[2].value == [False, False] and plain[3].value == guarded[3].value
+    plain = run_program(Program(USES_WHAT_EVALPLUS_DISABLES, "f", calls=calls, time_limits=[5.0] * 5)).calls
+    assert [c.status for c in plain] == ["returned"] * 5
+    assert plain[0].value == [False] * 5 and plain[2].value == [False, False] and plain[3].value == [6, False, False]
+    assert plain[4].value == guarded[4].value
+
+
+def test_a_child_that_exits_early_is_a_crash_in_its_call_and_its_earlier_results_count():
+    """os._exit(0) in a base call (evalplus' guard leaves it): the worker does not take it for the base list's end."""
+    code = "import os\ndef f(x):\n    if x == 2:\n        os._exit(0)\n    return x\n"
+    result = run_program(Program(code, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
+                                 fresh_process_at=3))
+    assert [c.status for c in result.calls] == ["returned", "returned", "crash", "returned", "returned"]
+    assert [c.value for c in result.calls] == [0, 1, None, 3, 4]
+
+
+LOADS_SLOWLY_THE_SECOND_TIME = """
+import os, time
+if os.path.exists('../base-ran'):  # the worker's own load, after its child ran the base calls in the folder above
+    time.sleep(1.5)
+def f(x):
+    open('base-ran', 'w').close()
+    return x
+"""
+
+
+def test_the_second_load_has_the_load_time_limit_not_the_first_plus_calls():
+    program = Program(LOADS_SLOWLY_THE_SECOND_TIME, "f", calls=[(0,), (1,), (2,)], time_limits=[0.5] * 3,
+                      fresh_process_at=1)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned"] * 3 and result.status == "ok"
+
+
+FAILS_TO_LOAD_THE_SECOND_TIME = LOADS_SLOWLY_THE_SECOND_TIME.replace("time.sleep(1.5)", "raise ValueError('again')")
+
+
+def test_a_load_error_of_the_second_list_fails_that_list_only():
+    program = Program(FAILS_TO_LOAD_THE_SECOND_TIME, "f", calls=[(0,), (1,), (2,)], time_limits=[1.0] * 3,
+                      fresh_process_at=1)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "error", "error"]
+    assert result.calls[0].value == 0 and result.status == "load_error" and result.error == "ValueError: again"
+
+
+@pytest.mark.skipif(_writable_root() is None, reason="no writable pids cgroup: the process limit is RLIMIT_NPROC")
+def test_a_worker_that_cannot_fork_for_its_second_list_is_the_sandboxs_failure():
+    """Before any candidate code ran: retried, then the sandbox's error (never the candidate's crash)."""
+    program = Program(IDENTITY, "f", calls=[(0,), (1,)], time_limits=[1.0] * 2, fresh_process_at=1)
+    result = run_program(program, SandboxLimits(max_processes=1))
+    assert result.status == "sandbox_error" and result.workers == 0
+    assert result.error == "worker could not fork: BlockingIOError: [Errno 11] Resource temporarily unavailable"

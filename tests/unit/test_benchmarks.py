@@ -89,6 +89,7 @@ def test_humaneval_plus_is_read_by_evalplus_own_reader_without_importing_hf_data
 def test_evalplus_tasks_are_read_back_from_the_cache_as_evalplus_reader_gave_them(data_dir, tmp_path, monkeypatch):
     import json
     import sys
+    from importlib import metadata
 
     monkeypatch.setenv("CODEA1_CACHE_DIR", str(tmp_path))
     path = data_dir / "evalplus" / "HumanEvalPlus-v0.1.10.jsonl"
@@ -96,7 +97,9 @@ def test_evalplus_tasks_are_read_back_from_the_cache_as_evalplus_reader_gave_the
         parsed = [json.loads(line) for line in handle if line.strip()]
     first = load_benchmark("humaneval+", data_dir)
     cached = list((tmp_path / "evalplus-tasks").iterdir())
-    assert [c.name for c in cached] == [f"{first.sha256}-py{sys.version_info[0]}{sys.version_info[1]}.marshal"]
+    evalplus = metadata.version("evalplus")
+    assert [c.name for c in cached] == [f"{first.sha256}-py{sys.version_info[0]}{sys.version_info[1]}-evalplus{evalplus}"
+                                        ".marshal"]
     assert evalplus_data._cached_tasks(cached[0]) == parsed
     monkeypatch.setattr(evalplus_data, "_parsed_tasks", lambda *args: pytest.fail("parsed again"))
     second = load_benchmark("humaneval+", data_dir)
