@@ -10,10 +10,11 @@ str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}
 "long_str": int, "fresh_at": int | None, "guard": bool}`` (calls ``start`` to ``stop - 1``; those before ``fresh_at``
 in a forked child, and evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``). The child answers
 on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame):
-``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}``, then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "t":
-seconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
-"digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before each call
-the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
+``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's
+own process once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e":
+error, "t": seconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a
+``{"k": "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before
+each call the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
 enter this process (a forged frame needs the right answer)."""
 
 import json
