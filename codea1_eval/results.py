@@ -136,7 +136,8 @@ def _git_revision() -> dict:
 
 
 @functools.cache
-def _package_versions() -> dict:
+def package_versions() -> dict:
+    """The installed versions of ``TRACKED_PACKAGES`` (looked up once per process), as a run's manifest records them."""
     versions = {}
     for name in TRACKED_PACKAGES:
         try:
@@ -228,7 +229,7 @@ class RunDir:
             "config": self.config,
             "config_hash": self.config_hash,
             "git": _git_revision(),
-            "packages": _package_versions(),
+            "packages": package_versions(),
             "host": host_info(),
             "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **extra,

@@ -11,7 +11,6 @@ import sys
 import tempfile
 import warnings
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
@@ -20,6 +19,7 @@ from codea1_eval.benchmarks.data import file_sha256, require_release_size, resol
 from codea1_eval.collector import bulk_work
 from codea1_eval.errors import UserError
 from codea1_eval.paths import cache_dir
+from codea1_eval.results import package_versions
 
 HUMANEVAL_PLUS_VERSION = "v0.1.10"
 MBPP_PLUS_VERSION = "v0.2.0"
@@ -59,10 +59,7 @@ def _read_tasks(path: Path, label: str, sha256: str) -> list[dict]:
     Kept in the cache folder by the file's sha256 (and the versions of Python and evalplus) as marshal data with its
     own sha256 in front: reading them back takes 0.04 s where HumanEval+'s JSON takes 0.1 s to parse and evalplus'
     reader 0.03 s to import."""
-    try:
-        reader = metadata.version("evalplus")
-    except metadata.PackageNotFoundError:  # then _parsed_tasks says what is missing
-        reader = "none"
+    reader = package_versions().get("evalplus", "none")  # none: then _parsed_tasks says what is missing
     python = f"{sys.version_info[0]}{sys.version_info[1]}"
     cached = cache_dir() / TASKS_CACHE / f"{sha256}-py{python}-evalplus{reader}.marshal"
     tasks = _cached_tasks(cached)

@@ -129,13 +129,13 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     return ExecResult(status, list(results), error, workers, time.monotonic() - began)
 
 
-def _phase_frame(reader: "FrameReader", deadline: float, total_deadline: float):
-    """The next frame before ``deadline``: a dict, None on EOF, TOTAL_TIMEOUT when the program's
-    total budget ran out, or the TimeoutError / ProtocolViolation that ended the wait."""
+def _phase_frame(reader: "FrameReader", deadline: float, part_deadline: float):
+    """The next frame before ``deadline``: a dict, None on EOF, TOTAL_TIMEOUT when the budget of the calls due
+    (``Deadlines.at``) ran out, or the TimeoutError / ProtocolViolation that ended the wait."""
     try:
-        return reader.next_frame(min(deadline, total_deadline))
+        return reader.next_frame(min(deadline, part_deadline))
     except TimeoutError as exc:
-        return TOTAL_TIMEOUT if time.monotonic() >= total_deadline else exc
+        return TOTAL_TIMEOUT if time.monotonic() >= part_deadline else exc
     except ProtocolViolation as exc:
         return exc
 
