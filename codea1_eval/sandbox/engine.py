@@ -227,9 +227,10 @@ def _take_returned(received: list, program: Program, index: int, stop: int, resu
             except ProtocolViolation:
                 break  # _await_call stores the CRASH
         received.pop()
-        duration = get("t")
+        duration = get("ns")
         call = results[index] = CallResult(RETURNED, value, None,
-                                           duration if type(duration) is float else _seconds(duration))
+                                           duration / 1e9 if type(duration) is int and 0 <= duration < 1 << 62
+                                           else _seconds(duration))
         if next_call is not None:
             wanted = next_call(index, call)
             if wanted != index + 1 and (following := _skip_to(program, index, wanted, results)) != index + 1:
@@ -329,7 +330,7 @@ def _skip_to(program: Program, index: int, wanted: int, results: list) -> int:
 def _call_result(frame: dict, index: int) -> CallResult:
     if frame.get("k") != "call" or frame.get("i") != index:
         raise ProtocolViolation("unexpected frame")
-    duration = _seconds(frame.get("t"))
+    duration = _seconds(frame.get("ns"))
     child_status = frame.get("s")
     if child_status == "ok":
         return CallResult(RETURNED, decode(frame.get("v")), duration=duration)
@@ -340,9 +341,9 @@ def _call_result(frame: dict, index: int) -> CallResult:
     raise ProtocolViolation(f"unknown call status {child_status!r}")
 
 
-def _seconds(value: Any) -> float:
-    """A call's duration as the worker gave it (any number); 0.0 for anything else."""
-    return float(value) if isinstance(value, (int, float)) else 0.0
+def _seconds(nanoseconds: Any) -> float:
+    """A call's duration in seconds, from the nanoseconds the worker gave (a number); 0.0 for anything else."""
+    return float(nanoseconds) / 1e9 if isinstance(nanoseconds, (int, float)) and abs(nanoseconds) < 1e300 else 0.0
 
 
 def default_parallelism() -> int:

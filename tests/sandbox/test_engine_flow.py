@@ -143,6 +143,31 @@ def test_a_call_after_the_candidate_disarmed_the_timer_still_has_its_own_limit()
     assert result.calls[1].error == "per-call time limit exceeded"
 
 
+MOVES_THE_TIMER_LATER_THEN_LOOPS = """
+import signal, time
+def f(x):
+    if x == 0:
+        signal.setitimer(signal.ITIMER_REAL, 1000)
+    elif x == 1:
+        time.sleep(0.6)
+    else:
+        while True:
+            pass
+    return x
+"""
+
+
+def test_a_timer_the_candidate_moved_is_armed_again_once_its_time_has_passed():
+    """Call 0 moves the worker's timer 1000 s on; call 1 returns after its 0.5 s limit (a timeout, though no alarm
+    came), by which time the timer was due: call 2, an endless loop, meets its own alarm in the same worker, not the
+    parent's hard deadline."""
+    program = Program(MOVES_THE_TIMER_LATER_THEN_LOOPS, "f", calls=[(0,), (1,), (2,)], time_limits=[0.5] * 3)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "timeout", "timeout"]
+    assert [c.error for c in result.calls[1:]] == ["per-call time limit exceeded"] * 2
+    assert result.workers == 1
+
+
 def test_returned_numbers_and_scalars_come_back_exactly_as_returned():
     """Plain ints and finite floats leave the worker as JSON text written directly (not through the encoder):
     the edges of that path come back with their exact type and value."""

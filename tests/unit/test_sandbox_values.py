@@ -418,7 +418,7 @@ def test_value_through_channel_frame_reader_and_call_result():
     read_fd, write_fd = os.pipe()
     try:
         value = {(1, 2): [1.5, math.inf], "s": {b"\x00"}, "n": np.int32(7)}
-        worker.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "t": 0.25})
+        worker.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "ns": 250_000_000})
         frame = session.FrameReader(read_fd).next_frame(time.monotonic() + 5)
         result = engine._call_result(frame, 4)
         assert (result.status, result.value, result.duration) == (engine.RETURNED, value, 0.25)
@@ -436,7 +436,7 @@ def test_a_batch_of_results_through_the_pipe_comes_out_call_by_call():
     try:
         results = worker.Results(worker.Channel(write_fd), True)
         for index, value in enumerate([7, "seven", [7.5, None]]):
-            results.add({"k": "call", "i": index, "s": "ok", "v": worker.encode(value), "t": 0.5})
+            results.add({"k": "call", "i": index, "s": "ok", "v": worker.encode(value), "ns": 500_000_000})
         results.flush()
         reader = session.FrameReader(read_fd)
         calls = [engine._call_result(reader.next_frame(time.monotonic() + 5), index) for index in range(3)]
@@ -457,17 +457,17 @@ def test_batches_start_at_one_call_double_and_a_call_that_did_not_return_goes_at
     results = worker.Results(channel, True)
     results.clock = lambda: 0.0  # no batch window passes
     for index in range(8):
-        results.add({"k": "call", "i": index, "s": "ok", "v": index, "t": 0.0})
-    results.add({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "t": 0.0})
+        results.add({"k": "call", "i": index, "s": "ok", "v": index, "ns": 0})
+    results.add({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "ns": 0})
     assert sent == [[0], [1, 2], [3, 4, 5, 6], [7, 8]]
     assert (results.limit, results.held) == (16, [])
     for index in range(9, 12):  # a batch of 16 calls, sent after 3 as their JSON passes BATCH_CHARS
-        results.add({"k": "call", "i": index, "s": "ok", "v": "x" * (worker.BATCH_CHARS // 3), "t": 0.0})
+        results.add({"k": "call", "i": index, "s": "ok", "v": "x" * (worker.BATCH_CHARS // 3), "ns": 0})
     assert sent[4:] == [[9, 10, 11]] and results.held == []
     unbatched = worker.Results(channel, False)
     unbatched.clock = results.clock
     for index in range(3):
-        unbatched.add({"k": "call", "i": index, "s": "ok", "v": index, "t": 0.0})
+        unbatched.add({"k": "call", "i": index, "s": "ok", "v": index, "ns": 0})
     assert sent[5:] == [[0], [1], [2]]
 
 
