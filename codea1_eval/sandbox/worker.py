@@ -109,8 +109,11 @@ def digest(value):
     exact = type(value) is list and set(map(type, value)) <= {int, float, bool}
     try:  # float64s where they hold the list exactly: no int a float rounds or cannot hold, no NaN (never ==)
         numbers = array("d", value) if exact else None
-        exact = exact and (_numpy_exact(numbers) or numbers.tolist() == value)
-        data = b"\0float64\0" + numbers.tobytes() if exact else marshal.dumps(value, 0)
+        if exact and (_numpy_exact(numbers) or numbers.tolist() == value):  # hashed in place: no 8 MB copies
+            hashed = hashlib.sha256(b"\0float64\0")
+            hashed.update(numbers)
+            return {"$": "digest", "type": _type_name(type(value)), "v": hashed.hexdigest()}
+        data = marshal.dumps(value, 0)
     except OverflowError:  # an int too large for a float
         data = marshal.dumps(value, 0)
     except ValueError:

@@ -120,3 +120,21 @@ def test_a_pass_judged_elsewhere_still_forces_the_float_tolerance_for_the_calls_
     problem, truth = _problem("humaneval", "f", 0.0, 2, [1, [1.0, 2]]), GroundTruth([1, [1.0, 2]], [0.0] * 2, True)
     assert VALUES.verdict("humaneval", problem, truth, ExecResult("ok", without_the_float)).call_statuses == [
         "pass", "fail"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_verdict_of_every_input_run_is_the_comparators_in_order(name):
+    """Without the fast check (every input ran, none judged by ``next_call``), an equal value passes without the
+    comparator: each call's verdict is still the one a comparator judging every input of its list in order gives."""
+    oracle, entry_point, atol, n_base, expected, outcomes = CASES[name]
+    problem = _problem(oracle, entry_point, atol, n_base, expected)
+    calls = [CallResult(ERROR) if out is NOT_RETURNED else CallResult(RETURNED, out) for out in outcomes]
+    judged_in_order = []
+    for start, stop in ((0, n_base), (n_base, len(expected))):
+        comparator = EvalplusComparator(oracle, entry_point, atol)
+        judged_in_order += [comparator.check(problem.inputs[i], expected[i], outcomes[i] is not NOT_RETURNED,
+                                             outcomes[i]) for i in range(start, stop)]
+    verdict = VALUES.verdict(oracle, problem, GroundTruth(expected, [0.0] * len(expected), True),
+                             ExecResult("ok", calls))
+    assert verdict.call_statuses == ["pass" if ok else "fail" if call.status == RETURNED else call.status
+                                     for ok, call in zip(judged_in_order, calls)]
