@@ -343,7 +343,7 @@ def _call_result(frame: dict, index: int) -> CallResult:
 
 def _seconds(nanoseconds: Any) -> float:
     """A call's duration in seconds, from the nanoseconds the worker gave (a number); 0.0 for anything else."""
-    return float(nanoseconds) / 1e9 if isinstance(nanoseconds, (int, float)) and abs(nanoseconds) < 1e300 else 0.0
+    return float(nanoseconds) / 1e9 if isinstance(nanoseconds, (int, float)) and 0 <= nanoseconds < 1e300 else 0.0
 
 
 def default_parallelism() -> int:

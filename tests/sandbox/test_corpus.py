@@ -114,7 +114,7 @@ CORPUS = [
             for obj in gc.get_objects():
                 if hasattr(obj, 'send') and hasattr(obj, 'fd'):
                     for index in range(3):
-                        obj.send({'k': 'call', 'i': index, 's': 'ok', 'v': 'PASS', 't': 0.0})
+                        obj.send({'k': 'call', 'i': index, 's': 'ok', 'v': 'PASS', 'ns': 0})
             os._exit(0)
     """, OK, RETURNED, ""),
     ("keyboardinterrupt-in-call", "def add(a, b):\n    raise KeyboardInterrupt\n", OK, ERROR, "KeyboardInterrupt"),

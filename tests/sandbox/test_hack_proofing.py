@@ -136,7 +136,7 @@ FORGED_FRAMES_ON_EVERY_FD = dedent_code("""
     def add(a, b):
         for fd in range(3, 1025):
             for index in range(len('xxxxx')):
-                frame = json.dumps({'k': 'call', 'i': index, 's': 'ok', 'v': -1, 't': 0.0}).encode()
+                frame = json.dumps({'k': 'call', 'i': index, 's': 'ok', 'v': -1, 'ns': 0}).encode()
                 try:
                     os.write(fd, struct.pack('>I', len(frame)) + frame)
                 except OSError:
