@@ -47,14 +47,9 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
     def next_call(index: int, call: CallResult) -> int:
         if not expected:
             expected.extend(outputs)
-        returned = call.status == RETURNED
-        if returned and equality_decides:
-            try:
-                if call.value == expected[index]:
-                    call.judged = True
-                    return index + 1
-            except Exception:
-                pass  # the comparator decides, as evalplus would (an ndarray's == has no truth value)
+        if equality_decides and _returned_equal(call, expected[index]):
+            call.judged = True
+            return index + 1
         part = 0 if index < n_base else 1
         start, stop = lists[part]
         comparator = comparators[part]
@@ -62,7 +57,7 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
             if first_float[part] is None:
                 first_float[part] = next((j for j in range(start, stop) if is_floats(expected[j])), stop)
             comparator.atol = 1e-6 if first_float[part] < index else 0
-        call.judged = comparator.check(problem.inputs[index], expected[index], returned, call.value)
+        call.judged = comparator.check(problem.inputs[index], expected[index], call.status == RETURNED, call.value)
         return index + 1 if call.judged else stop
 
     return next_call
@@ -132,7 +127,7 @@ def _returned_equal(call: CallResult, expected) -> bool:
     try:
         return call.status == RETURNED and bool(call.value == expected)
     except Exception:
-        return False  # the comparator decides, as in ``_fail_fast``
+        return False  # the comparator decides, as evalplus would (an ndarray's == has no truth value)
 
 
 VALUES = ValuesKind()
