@@ -72,6 +72,10 @@ class Program:
     its fast check).
     ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
     ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``).
+    ``catchable_timeout``: a call out of time gets an ``Exception`` (evalplus' ``TimeoutException`` is one), which the
+    candidate's own ``except Exception`` catches, the call then going on and judged on what it returns; otherwise a
+    ``BaseException`` that only a bare ``except`` catches. Either way a call that does not end by its time limit and the
+    grace after it is a TIMEOUT, its worker killed.
     """
 
     code: str
@@ -87,6 +91,7 @@ class Program:
     fresh_process_at: int | None = None
     part_time_limits: tuple[float, float] | None = None
     reliability_guard: bool = False
+    catchable_timeout: bool = False
 
     @property
     def n_calls(self) -> int:

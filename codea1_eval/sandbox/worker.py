@@ -7,16 +7,18 @@ Protocol. The parent writes two pickles (parent -> child data is trusted) to std
 setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
 ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
-"long_str": int, "fresh_at": int | None, "guard": bool}`` (calls ``start`` to ``stop - 1``; those before ``fresh_at``
-in a forked child, and evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``). The child answers
-on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame):
-``{"k": "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's
-own process once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e":
-error, "ns": nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a
-``{"k": "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before
-each call the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
+"long_str": int, "fresh_at": int | None, "guard": bool, "catchable_timeout": bool}`` (calls ``start`` to ``stop - 1``;
+those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
+a call out of time gets ``CatchableCallTimeout`` where ``catchable_timeout``). The child answers on RESULT_FD with
+length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
+"hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's own process
+once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
+nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
+"digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before each call
+the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
 enter this process (a forged frame needs the right answer)."""
 
+import _signal
 import json
 import marshal
 import math
@@ -40,6 +42,10 @@ class ValueTooLarge(Exception):
 
 class CallTimeout(BaseException):
     """Raised by the soft per-call alarm; BaseException so plain `except Exception` won't eat it."""
+
+
+class CatchableCallTimeout(Exception, CallTimeout):
+    """A ``catchable_timeout`` job's: evalplus' TimeoutException is an Exception, that ``except Exception`` catches."""
 
 
 def encode(value, depth=0, budget=None):
@@ -183,9 +189,8 @@ class Results:
     "digesting" frame and at the end. A dying worker's held results are lost: the parent runs those calls again."""
 
     def __init__(self, channel, batched):
-        self.channel = channel
         self.limit, self.largest = 1, BATCH_CALLS if batched else 1  # calls held before a send: now, and at most
-        self.held, self.chars, self.since = [], 0, 0.0
+        self.channel, self.held, self.chars, self.since = channel, [], 0, 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
     def add(self, frame):  # made JSON here: an unserialisable value raises, and is this call's error
@@ -212,16 +217,16 @@ class CallAlarm:
     """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it is off or
     would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come during a
     call within its limit (an earlier call's, a batch to send): the handler returns, Python resumes (PEP 475). Each
-    call starts with the timer due by its deadline, as evalplus' ``setitimer`` per input has it: one the candidate
-    disarmed or moved later (``signal.alarm``) in an earlier call or at load is armed again (``getitimer``, 0.4 us)."""
+    call starts with this handler and the timer due by its deadline, as evalplus' per-input ``time_limit`` has them: a
+    handler the candidate replaced, or a timer it disarmed or moved later (``signal.alarm``), is set again."""
 
     def __init__(self, results):
-        self.results = results
-        self.deadline = None  # time.monotonic() at which the running call is out of time; None between calls
-        self.armed = None  # time.monotonic() at which the timer fires; None while it is off
-        self.clock = time.monotonic  # bound now: a candidate may patch the time module
+        self.results, self.clock = results, time.monotonic  # the clock bound now: a candidate may patch time
+        self.deadline = self.armed = None  # monotonic times: the running call's end (None between calls), the alarm's
         self.set_timer, self.get_timer = signal.setitimer, signal.getitimer
-        signal.signal(signal.SIGALRM, self.on_alarm)
+        self.set_handler, self.get_handler = signal.signal, _signal.getsignal  # signal.getsignal's wrapper: 1.9 us
+        self.timeout, self.handler = CallTimeout, self.on_alarm  # what a call out of time gets; the handler, bound once
+        self.set_handler(signal.SIGALRM, self.handler)
 
     def start(self, limit):
         """Just before a call (or the program's load) that may run ``limit`` seconds; returns the time now."""
@@ -229,6 +234,8 @@ class CallAlarm:
         self.deadline = due = now + max(limit, 1e-3)
         if self.results.held:
             due = min(due, self.results.since + BATCH_WINDOW_S)
+        if self.get_handler(signal.SIGALRM) is not self.handler:  # the candidate's: evalplus' is set for each input
+            self.set_handler(signal.SIGALRM, self.handler)
         if (self.armed is None or self.armed > due
                 or not 0 < self.get_timer(signal.ITIMER_REAL)[0] <= self.armed - now + 1e-3):
             self._arm(due, now)  # off, too late, or disarmed or moved later by the candidate
@@ -248,7 +255,7 @@ class CallAlarm:
             return  # between calls: the next one arms the timer as it needs
         now = self.clock()
         if now >= deadline:
-            raise CallTimeout()
+            raise self.timeout()
         results = self.results
         if results.held and now >= results.since + BATCH_WINDOW_S:
             results.flush()
@@ -310,8 +317,7 @@ def main(result_fd, stream, progress_fd=None):
     job = pickle.load(stream)
     stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
     confining.apply_limits(job["limits"])
-    results = Results(channel, job["batch"])
-    alarm = CallAlarm(results)
+    alarm = CallAlarm(results := Results(channel, job["batch"]))
     try:
         first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
@@ -319,8 +325,7 @@ def main(result_fd, stream, progress_fd=None):
         return
     if job["guard"]:
         lists.reliability_guard()
-    # The candidate runs as module __main__, registered in sys.modules so that pickling its own functions
-    # and classes works (multiprocessing in BigCodeBench tasks), as in a script run directly.
+    # The candidate runs as module __main__, in sys.modules: pickling its functions works, as in a script (BigCodeBench)
     candidate = type(sys)("__main__")
     candidate.__builtins__ = __builtins__
     sys.modules["__main__"] = candidate
@@ -339,6 +344,7 @@ def main(result_fd, stream, progress_fd=None):
         channel.send({"k": "load", "s": "error", "e": _describe(exc)})
         return
     channel.send({"k": "ready"})
+    alarm.timeout = CatchableCallTimeout if job["catchable_timeout"] else CallTimeout  # load: never catchable
 
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs

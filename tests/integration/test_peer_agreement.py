@@ -5,7 +5,11 @@ all 164 HumanEval+ tasks (evalplus insists on every task), plus canonical soluti
 calls (in a global, or in a file in their folder) and go wrong after as many as the longer input list
 has: right where each list runs in a process and a folder of its own, as evalplus runs them, wrong
 where the plus inputs inherit the base inputs' state; one that logs its calls with ``open``, which
-evalplus' reliability_guard sets to None; one that imports numpy. Known, explained disagreement:
+evalplus' reliability_guard sets to None; one that imports numpy; one whose first call of each list
+catches its time-out with ``except Exception`` and then returns the right answer (evalplus' TimeoutException
+is an Exception: both lists pass); one whose first call replaces the SIGALRM handler and whose second runs
+1.2 s against its 1 s limit (evalplus installs its handler for each input: that call times out, though it
+would return within our hard deadline). Known, explained disagreement:
 evalplus 0.3.1 never counts a HumanEval/32 (find_zero) input as passed (its special oracle
 `continue`s before marking the input done), so every HumanEval/32 sample fails there.
 """
@@ -67,8 +71,41 @@ _correct = {entry_point}
 
 def {entry_point}(*args):
     return _correct(*args) if _np.int64(1) else None
+""", """
+
+_first_call = [True]
+_correct = {entry_point}
+
+
+def {entry_point}(*args):
+    if _first_call[0]:
+        _first_call[0] = False
+        try:
+            while True:
+                pass
+        except Exception:
+            pass
+    return _correct(*args)
+""", """
+
+import signal as _signal
+import time as _time
+
+_calls_made = [0]
+_correct = {entry_point}
+
+
+def {entry_point}(*args):
+    _calls_made[0] += 1
+    if _calls_made[0] == 1:
+        _signal.signal(_signal.SIGALRM, lambda signum, frame: None)
+    elif _calls_made[0] == 2:
+        end = _time.monotonic() + 1.2
+        while _time.monotonic() < end:
+            pass
+    return _correct(*args)
 """)
-STATEFUL_VERDICTS = [(True, True), (True, True), (False, False), (True, True)]
+STATEFUL_VERDICTS = [(True, True), (True, True), (False, False), (True, True), (True, True), (False, False)]
 STATEFUL_TASKS = len(STATEFUL)  # the first tasks, whose references do not call themselves by name
 EXPLAINED = {"HumanEval/32": "evalplus 0.3.1 find_zero oracle never marks an input as passed"}
 

@@ -177,6 +177,54 @@ def test_a_call_that_disarms_or_catches_its_own_alarm_returns_as_in_evalplus():
     assert [(c.status, c.value) for c in result.calls] == [("returned", 0), ("returned", 42)]
 
 
+CATCHES_EXCEPTION = """
+def f(x):
+    try:
+        while True:
+            pass
+    except Exception as caught:
+        return [x, type(caught).__name__]
+"""
+
+
+@pytest.mark.parametrize("catchable, expected", [
+    (True, [("returned", [0, "CatchableCallTimeout"]), ("returned", [1, "CatchableCallTimeout"])]),
+    (False, [("timeout", None), ("timeout", None)]),
+])
+def test_except_exception_catches_the_alarm_only_where_the_program_asks_for_evalplus_timeouts(catchable, expected):
+    """evalplus' TimeoutException is an Exception: under ``catchable_timeout`` the candidate's ``except Exception``
+    takes the alarm and the call returns; otherwise the alarm passes it by and the call is a timeout, in the same
+    worker either way (no hard deadline met)."""
+    program = Program(CATCHES_EXCEPTION, "f", calls=[(0,), (1,)], time_limits=[0.3, 0.3], catchable_timeout=catchable)
+    result = run_program(program)
+    assert [(c.status, c.value) for c in result.calls] == expected
+    assert result.workers == 1
+
+
+REPLACES_THE_HANDLER_THEN_OVERRUNS = """
+import signal, time
+def f(x):
+    if x == 0:
+        signal.signal(signal.SIGALRM, lambda signum, frame: None)
+        return 0
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        pass
+    return x
+"""
+
+
+def test_a_call_after_the_candidate_replaced_the_alarm_handler_still_has_its_own_limit():
+    """evalplus installs its SIGALRM handler for each input: call 0 replaces the worker's with one that does nothing,
+    and call 1, which runs 0.6 s against a 0.3 s limit and would return within the hard deadline (limit + 0.5 s grace),
+    must still time out at its limit."""
+    program = Program(REPLACES_THE_HANDLER_THEN_OVERRUNS, "f", calls=[(0,), (1,)], time_limits=[0.3, 0.3])
+    result = run_program(program)
+    assert [(c.status, c.value) for c in result.calls] == [("returned", 0), ("timeout", None)]
+    assert result.calls[1].error == "per-call time limit exceeded"
+    assert result.workers == 1
+
+
 def test_returned_numbers_and_scalars_come_back_exactly_as_returned():
     """Plain ints and finite floats leave the worker as JSON text written directly (not through the encoder):
     the edges of that path come back with their exact type and value."""
