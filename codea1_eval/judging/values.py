@@ -92,7 +92,7 @@ class ValuesKind(TestKind):
                        next_call=_fail_fast(oracle, problem, truth) if oracle else None,
                        digest_time_limits=digest_allowances(truth.outputs), expected_seconds=sum(truth.times),
                        digest_strings_over=LONG_STR_CHARS, fresh_process_at=problem.n_base,
-                       part_time_limits=(base, plus), reliability_guard=True, catchable_timeout=True)
+                       part_time_limits=(base, plus), reliability_guard=True, evalplus_alarm=True)
 
     def verdict(self, oracle: str, problem, truth, result: ExecResult) -> Verdict:
         """Each list judged in order by evalplus' rules (``compare_outputs``); a pass the fail-fast

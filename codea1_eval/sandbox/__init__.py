@@ -2,8 +2,9 @@
 
 from codea1_eval.sandbox.engine import (
     CRASH, ERROR, FAIL, OK, RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT,
-    CallResult, ExecResult, Executor, Program, SandboxLimits, digest_allowances, run_program,
+    CallResult, ExecResult, Executor, Program, SandboxLimits, run_program,
 )
+from codea1_eval.sandbox.digest_time import digest_allowances
 from codea1_eval.sandbox.executors import EXECUTORS, make_executor, prestart_executor
 
 __all__ = [

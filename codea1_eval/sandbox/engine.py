@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections import abc
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -19,18 +18,16 @@ from typing import Any, Iterable, Iterator, Sequence
 from codea1_eval.collector import bulk_work
 from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.deadlines import Deadlines
+from codea1_eval.sandbox.digest_time import DIGEST_TIME_S
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
 from codea1_eval.sandbox.session import FrameReader, WorkerSession
 from codea1_eval.sandbox.spares import SpareWorkers
-from codea1_eval.sandbox.values import PLAIN_JSON, Digest, ProtocolViolation, decode
+from codea1_eval.sandbox.values import PLAIN_JSON, ProtocolViolation, decode
 
 STARTUP_TIMEOUT_S = 60.0
-DIGEST_TIME_S = 120.0
-STR_DIGEST_TIME_S = 1.0
-"""Hashing a str as long as an expected one that came as a digest (a few ms for HumanEval/15's 7 MB answers)."""
 SANDBOX_RETRIES = 2
 LOST = "lost"
 """A worker that sends results in batches died in a call after results it had not sent yet: that call keeps its
@@ -242,26 +239,36 @@ def _take_returned(received: list, program: Program, index: int, stop: int, resu
 def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits, index: int, stop: int,
                 results: list, total_deadline: float) -> str:
     """Wait for call ``index``'s result and store it; return OK, TIMEOUT, CRASH, LOST, UNSENT or TOTAL_TIMEOUT.
+    The wait ends at the call's hard deadline (its limit and the grace), or after evalplus' alarm at its list's.
     A batching worker may be in a later call (``call_in_progress``) with results unsent: if it dies there,
     that call gets the CRASH; if it overruns ``index``'s deadline there, nothing is stored (UNSENT)."""
     reader = session.reader
     if reader.batch:  # the rest of a batch frame: here already
         frame = reader.batch.pop()
     else:
-        try:
-            frame = reader.next_frame(min(time.monotonic() + program.time_limits[index] + limits.grace_s,
-                                          total_deadline))
-        except TimeoutError:
-            if time.monotonic() >= total_deadline:
-                return TOTAL_TIMEOUT
-            if session.call_in_progress(index, stop) > index:
-                return UNSENT
-            results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
-                                        duration=program.time_limits[index] + limits.grace_s)
-            return TIMEOUT
-        except ProtocolViolation as exc:
-            results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
-            return CRASH
+        deadline = min(time.monotonic() + program.time_limits[index] + limits.grace_s, total_deadline)
+        while True:
+            try:
+                frame = reader.next_frame(deadline)
+            except TimeoutError:
+                if time.monotonic() >= total_deadline:
+                    return TOTAL_TIMEOUT
+                if session.call_in_progress(index, stop) > index:
+                    return UNSENT
+                results[index] = CallResult(TIMEOUT, error="hard deadline: worker killed",
+                                            duration=program.time_limits[index] + limits.grace_s)
+                return TIMEOUT
+            except ProtocolViolation as exc:
+                results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
+                return CRASH
+            if not (program.evalplus_alarm and frame is not None and frame.get("k") == "alarm"
+                    and frame.get("i") == index):
+                break
+            # evalplus' alarm ended the call, and the candidate may catch it and go on: only the input list's cap
+            # bounds the call from here, as evalplus kills a list's process only there (a forged word buys no more
+            # than that); a program without one keeps the call's own hard deadline, counted again from here.
+            deadline = (total_deadline if total_deadline < float("inf")
+                        else time.monotonic() + program.time_limits[index] + limits.grace_s)
     if frame is None:
         current = session.call_in_progress(index, stop)
         results[current] = CallResult(CRASH, error="worker died during the call")
@@ -284,31 +291,6 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
         results[index] = CallResult(CRASH, error=f"protocol violation: {exc}")
         return CRASH
     return OK
-
-
-def digest_allowances(expected_outputs: Sequence[Any]) -> Sequence[float]:
-    """``Program.digest_time_limits`` for a candidate judged against ``expected_outputs``: hashing time only
-    where the expected value itself arrived as a digest (a right answer is then as large), and for a str only
-    ``STR_DIGEST_TIME_S``: a forged "digesting" frame can stretch a call by no more than a right answer needs.
-    A view, read only when a "digesting" frame comes: building a program decodes no cached expected output."""
-    return _DigestAllowances(expected_outputs)
-
-
-class _DigestAllowances(abc.Sequence):
-    def __init__(self, expected_outputs: Sequence[Any]):
-        self.expected_outputs = expected_outputs
-
-    def __len__(self) -> int:
-        return len(self.expected_outputs)
-
-    def __getitem__(self, index: int) -> float:
-        return _hashing_time(self.expected_outputs[index])
-
-
-def _hashing_time(expected: Any) -> float:
-    if not isinstance(expected, Digest):
-        return 0.0
-    return STR_DIGEST_TIME_S if expected.type_name == "builtins.str" else DIGEST_TIME_S
 
 
 def _next_call(program: Program, index: int, results: list) -> int:

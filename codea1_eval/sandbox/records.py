@@ -72,10 +72,12 @@ class Program:
     its fast check).
     ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
     ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``).
-    ``catchable_timeout``: a call out of time gets an ``Exception`` (evalplus' ``TimeoutException`` is one), which the
-    candidate's own ``except Exception`` catches, the call then going on and judged on what it returns; otherwise a
-    ``BaseException`` that only a bare ``except`` catches. Either way a call that does not end by its time limit and the
-    grace after it is a TIMEOUT, its worker killed.
+    ``evalplus_alarm``: each call's alarm is evalplus' (``time_limit`` in its ``unsafe_execute``): it raises an
+    ``Exception`` (as its ``TimeoutException`` is one), which the candidate's own ``except Exception`` may catch and go
+    on from; the call is then judged on what it returns, and only its part's deadline (``part_time_limits``) bounds
+    it, as evalplus bounds such a call only by its input list's process cap.
+    Otherwise the alarm is a ``BaseException`` that only a bare ``except`` catches, and a call that has not ended by
+    its time limit and the grace after it is a TIMEOUT, its worker killed (``alarm.py``).
     """
 
     code: str
@@ -91,7 +93,7 @@ class Program:
     fresh_process_at: int | None = None
     part_time_limits: tuple[float, float] | None = None
     reliability_guard: bool = False
-    catchable_timeout: bool = False
+    evalplus_alarm: bool = False
 
     @property
     def n_calls(self) -> int:

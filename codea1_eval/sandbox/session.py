@@ -228,7 +228,7 @@ class WorkerSession:
             "start": start, "stop": program.n_calls if stop is None else stop, "batch": batched,
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
             "fresh_at": program.fresh_process_at, "guard": program.reliability_guard,
-            "catchable_timeout": program.catchable_timeout,
+            "evalplus_alarm": program.evalplus_alarm,
         }, last=True)
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):

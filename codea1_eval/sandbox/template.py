@@ -38,6 +38,7 @@ def warm_up(worker, preopened_paths):
         __import__(name)
     confinement = worker.loaded("confine")
     worker.loaded("input_lists")
+    worker.loaded("alarm")
     confinement.libc_calls()
     preopen(confinement, preopened_paths)
     compile("", "<warm-up>", "exec")

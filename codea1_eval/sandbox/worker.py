@@ -7,18 +7,18 @@ Protocol. The parent writes two pickles (parent -> child data is trusted) to std
 setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
 ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
-"long_str": int, "fresh_at": int | None, "guard": bool, "catchable_timeout": bool}`` (calls ``start`` to ``stop - 1``;
+"long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}`` (calls ``start`` to ``stop - 1``;
 those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
-a call out of time gets ``CatchableCallTimeout`` where ``catchable_timeout``). The child answers on RESULT_FD with
+evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child answers on RESULT_FD with
 length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
 "hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's own process
 once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
 nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
-"digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``). Before each call
+"digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
+"alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call
 the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
 enter this process (a forged frame needs the right answer)."""
 
-import _signal
 import json
 import marshal
 import math
@@ -38,14 +38,6 @@ ENCODE_NODE_BUDGET = 200_000
 
 class ValueTooLarge(Exception):
     """Over ENCODE_NODE_BUDGET nodes (or a str over the job's ``long_str``): the value is sent as a digest."""
-
-
-class CallTimeout(BaseException):
-    """Raised by the soft per-call alarm; BaseException so plain `except Exception` won't eat it."""
-
-
-class CatchableCallTimeout(Exception, CallTimeout):
-    """A ``catchable_timeout`` job's: evalplus' TimeoutException is an Exception, that ``except Exception`` catches."""
 
 
 def encode(value, depth=0, budget=None):
@@ -213,58 +205,6 @@ class Results:
             self.limit = min(2 * self.limit, self.largest)
 
 
-class CallAlarm:
-    """Per-call time limits and the held results' send-by time on one SIGALRM timer, re-armed only when it is off or
-    would fire too late (arming and disarming it around each call cost ~1.1 us of ~4). So an alarm may come during a
-    call within its limit (an earlier call's, a batch to send): the handler returns, Python resumes (PEP 475). Each
-    call starts with this handler and the timer due by its deadline, as evalplus' per-input ``time_limit`` has them: a
-    handler the candidate replaced, or a timer it disarmed or moved later (``signal.alarm``), is set again."""
-
-    def __init__(self, results):
-        self.results, self.clock = results, time.monotonic  # the clock bound now: a candidate may patch time
-        self.deadline = self.armed = None  # monotonic times: the running call's end (None between calls), the alarm's
-        self.set_timer, self.get_timer = signal.setitimer, signal.getitimer
-        self.set_handler, self.get_handler = signal.signal, _signal.getsignal  # signal.getsignal's wrapper: 1.9 us
-        self.timeout, self.handler = CallTimeout, self.on_alarm  # what a call out of time gets; the handler, bound once
-        self.set_handler(signal.SIGALRM, self.handler)
-
-    def start(self, limit):
-        """Just before a call (or the program's load) that may run ``limit`` seconds; returns the time now."""
-        now = self.clock()
-        self.deadline = due = now + max(limit, 1e-3)
-        if self.results.held:
-            due = min(due, self.results.since + BATCH_WINDOW_S)
-        if self.get_handler(signal.SIGALRM) is not self.handler:  # the candidate's: evalplus' is set for each input
-            self.set_handler(signal.SIGALRM, self.handler)
-        if (self.armed is None or self.armed > due
-                or not 0 < self.get_timer(signal.ITIMER_REAL)[0] <= self.armed - now + 1e-3):
-            self._arm(due, now)  # off, too late, or disarmed or moved later by the candidate
-        return now
-
-    def stop(self):
-        self.deadline = None
-
-    def _arm(self, due, now):
-        self.set_timer(signal.ITIMER_REAL, max(due - now, 1e-6))
-        self.armed = due
-
-    def on_alarm(self, signum, frame):
-        self.armed = None
-        deadline = self.deadline
-        if deadline is None:
-            return  # between calls: the next one arms the timer as it needs
-        now = self.clock()
-        if now >= deadline:
-            raise self.timeout()
-        results = self.results
-        if results.held and now >= results.since + BATCH_WINDOW_S:
-            results.flush()
-            spent = self.clock() - now  # a pipe the parent has not emptied yet may block: not the call's time
-            self.deadline = deadline = deadline + spent
-            now += spent
-        self._arm(min(deadline, results.since + BATCH_WINDOW_S) if results.held else deadline, now)
-
-
 _LOADED = {}  # loaded(name), by name
 
 
@@ -305,7 +245,7 @@ def main(result_fd, stream, progress_fd=None):
     if setup["private_tmp"] is not None:
         sibling("private_tmp").isolate_tmp(setup["private_tmp"])
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
-    confining, lists = loaded("confine"), loaded("input_lists")  # read while this worker may still read them
+    confining, lists, alarms = loaded("confine"), loaded("input_lists"), loaded("alarm")  # read while it may
     if setup["landlock"] is not None:
         confining.confine(setup["landlock"])
     confining.close_preopened()
@@ -317,7 +257,8 @@ def main(result_fd, stream, progress_fd=None):
     job = pickle.load(stream)
     stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
     confining.apply_limits(job["limits"])
-    alarm = CallAlarm(results := Results(channel, job["batch"]))
+    alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)
+    CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     try:
         first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
@@ -344,7 +285,7 @@ def main(result_fd, stream, progress_fd=None):
         channel.send({"k": "load", "s": "error", "e": _describe(exc)})
         return
     channel.send({"k": "ready"})
-    alarm.timeout = CatchableCallTimeout if job["catchable_timeout"] else CallTimeout  # load: never catchable
+    alarm.evalplus = job["evalplus_alarm"]  # from the first call on: the load has the harness's own alarm
 
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs

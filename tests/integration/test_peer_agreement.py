@@ -6,10 +6,11 @@ calls (in a global, or in a file in their folder) and go wrong after as many as 
 has: right where each list runs in a process and a folder of its own, as evalplus runs them, wrong
 where the plus inputs inherit the base inputs' state; one that logs its calls with ``open``, which
 evalplus' reliability_guard sets to None; one that imports numpy; one whose first call of each list
-catches its time-out with ``except Exception`` and then returns the right answer (evalplus' TimeoutException
-is an Exception: both lists pass); one whose first call replaces the SIGALRM handler and whose second runs
-1.2 s against its 1 s limit (evalplus installs its handler for each input: that call times out, though it
-would return within our hard deadline). Known, explained disagreement:
+catches its time-out with ``except Exception`` and then takes 0.9 s more, past our per-call grace, to return
+the right answer (evalplus' TimeoutException is an Exception, and only the list's cap bounds the call: both
+lists pass); one whose first call replaces the SIGALRM handler and whose second runs 1.2 s against its 1 s
+limit (evalplus installs its handler for each input: that call times out, though it would return within our
+per-call hard deadline). Known, explained disagreement:
 evalplus 0.3.1 never counts a HumanEval/32 (find_zero) input as passed (its special oracle
 `continue`s before marking the input done), so every HumanEval/32 sample fails there.
 """
@@ -73,6 +74,8 @@ def {entry_point}(*args):
     return _correct(*args) if _np.int64(1) else None
 """, """
 
+import time as _time
+
 _first_call = [True]
 _correct = {entry_point}
 
@@ -84,7 +87,9 @@ def {entry_point}(*args):
             while True:
                 pass
         except Exception:
-            pass
+            end = _time.monotonic() + 0.9
+            while _time.monotonic() < end:
+                pass
     return _correct(*args)
 """, """
 

@@ -29,7 +29,8 @@ import pytest
 from codea1_eval.sandbox.compare import compare_outputs
 from codea1_eval.sandbox.forkserver import template_pids
 from codea1_eval.sandbox.landlock import protections
-from codea1_eval.sandbox.engine import OK, RETURNED, ExecResult, Program, SandboxLimits, digest_allowances, run_program
+from codea1_eval.sandbox.digest_time import digest_allowances
+from codea1_eval.sandbox.engine import OK, RETURNED, ExecResult, Program, SandboxLimits, run_program
 
 HAVE_BWRAP = shutil.which("bwrap") is not None
 ISOLATIONS = [

@@ -136,7 +136,7 @@ def test_each_input_list_runs_afresh_under_evalplus_per_list_time_cap():
 
 
 def test_only_inputs_with_a_digested_expected_value_allow_hashing_time():
-    from codea1_eval.sandbox.engine import DIGEST_TIME_S
+    from codea1_eval.sandbox.digest_time import DIGEST_TIME_S
     from codea1_eval.sandbox.values import Digest
 
     problem = Problem("t/0", "q", "f", "def f(x): return x", inputs=[[1], [2]], n_base=1)
