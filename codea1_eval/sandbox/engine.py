@@ -246,7 +246,7 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
     if reader.batch:  # the rest of a batch frame: here already
         frame = reader.batch.pop()
     else:
-        deadline = min(time.monotonic() + program.time_limits[index] + limits.grace_s, total_deadline)
+        deadline, alarmed = min(time.monotonic() + program.time_limits[index] + limits.grace_s, total_deadline), False
         while True:
             try:
                 frame = reader.next_frame(deadline)
@@ -266,9 +266,11 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
                 break
             # evalplus' alarm ended the call, and the candidate may catch it and go on: only the input list's cap
             # bounds the call from here, as evalplus kills a list's process only there (a forged word buys no more
-            # than that); a program without one keeps the call's own hard deadline, counted again from here.
-            deadline = (total_deadline if total_deadline < float("inf")
-                        else time.monotonic() + program.time_limits[index] + limits.grace_s)
+            # than that); a program without one gets the call's own hard deadline once more, and only once.
+            if not alarmed:
+                deadline = (total_deadline if total_deadline < float("inf")
+                            else time.monotonic() + program.time_limits[index] + limits.grace_s)
+            alarmed = True
     if frame is None:
         current = session.call_in_progress(index, stop)
         results[current] = CallResult(CRASH, error="worker died during the call")

@@ -71,7 +71,9 @@ class Program:
     part still runs (evalplus kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s without
     its fast check).
     ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
-    ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``).
+    ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``),
+    and gives the program the recursion depth and the int-to-str digit limit (Python's 4300) of evalplus' process
+    (``worker.EVALPLUS_FRAMES_LEFT``; the worker raises both otherwise).
     ``evalplus_alarm``: each call's alarm is evalplus' (``time_limit`` in its ``unsafe_execute``): it raises an
     ``Exception`` (as its ``TimeoutException`` is one), which the candidate's own ``except Exception`` may catch and go
     on from; the call is then judged on what it returns, and only its part's deadline (``part_time_limits``) bounds

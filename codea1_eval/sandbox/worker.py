@@ -34,6 +34,10 @@ MAX_INT_BITS_AS_JSON = 53
 JSON_INT_BOUND = 1 << MAX_INT_BITS_AS_JSON
 """Ints strictly between -JSON_INT_BOUND and JSON_INT_BOUND (bit_length <= 53) travel as JSON numbers."""
 ENCODE_NODE_BUDGET = 200_000
+EVALPLUS_FRAMES_LEFT = 967
+"""Python frames a candidate's call can stack on its own in evalplus 0.3.1's process: CPython 3.11's recursion limit
+(1000, which it keeps) less what evalplus' own path to the call holds (measured with ``python -m evalplus.evaluate``:
+a call that stacks 967 frames on its own passes, 968 fail). A ``guard`` job gets that many here (others get 10,000 in all)."""
 
 
 class ValueTooLarge(Exception):
@@ -216,6 +220,14 @@ def loaded(name):
     return _LOADED[name]
 
 
+def _depth_here():
+    """Python frames on the stack, the caller's included."""
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
 def _describe(exc):
     try:
         return f"{type(exc).__name__}: {exc}"[:500]
@@ -264,7 +276,9 @@ def main(result_fd, stream, progress_fd=None):
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
         channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
         return
-    if job["guard"]:
+    if job["guard"]:  # as in evalplus' process: its recursion depth and Python's int-to-str limit, its guard
+        sys.setrecursionlimit(EVALPLUS_FRAMES_LEFT + _depth_here() + 1)  # the call is made from here
+        sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
         lists.reliability_guard()
     # The candidate runs as module __main__, in sys.modules: pickling its functions works, as in a script (BigCodeBench)
     candidate = type(sys)("__main__")
@@ -292,8 +306,8 @@ def main(result_fd, stream, progress_fd=None):
     time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"]
     for index in range(first, end):
         try:
+            call_index[0] = index  # first: an alarm in start() already names this call
             started = start(time_limits[index])
-            call_index[0] = index
             try:
                 value = exec(script, namespace) if script is not None else function(*calls[index])
             finally:

@@ -140,6 +140,37 @@ def test_a_call_that_catches_evalplus_alarm_and_loops_on_ends_with_its_list():
     assert 2.0 <= time.monotonic() - began < 6.0
 
 
+FORGES_THE_ALARM_WORD_FOR_5_S = """
+import json, os, struct, time
+def f(x):
+    frame = json.dumps({"k": "alarm", "i": 0}).encode()
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end:
+        try:
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, struct.pack(">I", len(frame)) + frame)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        except Exception:  # the alarm itself, at 0.3 s
+            pass
+    while True:
+        pass
+"""
+
+
+def test_a_forged_alarm_word_buys_a_program_without_a_list_cap_one_more_hard_deadline_only():
+    """Word of evalplus' alarm moves the harness's deadline for the call to its list's cap; a program without one
+    keeps the call's hard deadline (0.3 s + 0.5 s grace), once more from the first word: a candidate that says it
+    again and again for 5 s (catching the alarm) is still stopped within about 1 s of its start."""
+    program = Program(FORGES_THE_ALARM_WORD_FOR_5_S, "f", calls=[(0,)], time_limits=[0.3], evalplus_alarm=True)
+    began = time.monotonic()
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["timeout"]
+    assert time.monotonic() - began < 4.0
+
+
 RAISES_ITS_OWN_ALARM = """
 import signal
 def f(x):

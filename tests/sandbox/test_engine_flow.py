@@ -233,6 +233,34 @@ def test_reliability_guard_disables_what_evalplus_disables_before_the_program_lo
     assert plain[4].value == guarded[4].value
 
 
+NEEDS_DEEP_RECURSION_AND_LONG_INT_STRS = """
+import sys
+def depth(n):
+    return 0 if n == 0 else 1 + depth(n - 1)
+def f(x):
+    if x == 0:
+        return sys.get_int_max_str_digits()
+    if x in (966, 967):
+        return depth(x)  # x + 1 frames on the call's own
+    return len(str(10 ** 5000))
+"""
+
+
+def test_a_guarded_program_has_evalplus_recursion_depth_and_int_str_limit():
+    """evalplus' process keeps CPython's limits (recursion 1000, of which its own path holds 33 frames; 4300 digits
+    for int <-> str), which the worker otherwise raises: depth(966), 967 frames on the call's own, passes and
+    depth(967) fails there (``python -m evalplus.evaluate``) and here, and so does a 5001-digit str(int)."""
+    calls = [(0,), (966,), (967,), (2,)]
+    guarded = run_program(Program(NEEDS_DEEP_RECURSION_AND_LONG_INT_STRS, "f", calls=calls, time_limits=[5.0] * 4,
+                                  reliability_guard=True)).calls
+    assert [(c.status, c.value) for c in guarded] == [("returned", 4300), ("returned", 966), ("error", None),
+                                                      ("error", None)]
+    assert guarded[2].error.startswith("RecursionError") and guarded[3].error.startswith("ValueError")
+    plain = run_program(Program(NEEDS_DEEP_RECURSION_AND_LONG_INT_STRS, "f", calls=calls, time_limits=[5.0] * 4)).calls
+    assert [(c.status, c.value) for c in plain] == [("returned", 0), ("returned", 966), ("returned", 967),
+                                                    ("returned", 5001)]
+
+
 def test_a_child_that_exits_early_is_a_crash_in_its_call_and_its_earlier_results_count():
     """os._exit(0) in a base call (evalplus' guard leaves it): the worker does not take it for the base list's end."""
     code = "import os\ndef f(x):\n    if x == 2:\n        os._exit(0)\n    return x\n"
