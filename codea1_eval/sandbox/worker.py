@@ -33,6 +33,7 @@ import time
 MAX_INT_BITS_AS_JSON = 53
 JSON_INT_BOUND = 1 << MAX_INT_BITS_AS_JSON
 """Ints strictly between -JSON_INT_BOUND and JSON_INT_BOUND (bit_length <= 53) travel as JSON numbers."""
+JSON_WORDS = {None: "null", True: "true", False: "false"}
 ENCODE_NODE_BUDGET = 200_000
 EVALPLUS_FRAMES_LEFT = 967
 """Python frames a candidate's call can stack on its own in evalplus 0.3.1's process: CPython 3.11's recursion limit
@@ -66,6 +67,9 @@ def encode(value, depth=0, budget=None):
         return {"$": "float", "v": repr(value)}
     if kind in (list, tuple, set, frozenset, dict) and len(value) > budget[0]:  # over budget without the walk
         raise ValueTooLarge()  # (each item is one node at least)
+    if (kind is list or kind is tuple) and depth < 100 and _json_as_is(value):
+        budget[0] -= len(value)  # each item one node, as the walk below counts them
+        return value if kind is list else {"$": "tuple", "v": list(value)}
     if kind is list:
         return [encode(item, depth + 1, budget) for item in value]
     if kind is tuple:
@@ -92,6 +96,25 @@ def encode(value, depth=0, budget=None):
         if isinstance(value, base):
             return {"$": "sub", "type": _type_name(kind), "v": encode(base(value), depth + 1, budget)}
     return {"$": "opaque", "type": _type_name(kind), "repr": _safe_repr(value)}
+
+
+_AS_IS = frozenset((str, bool, type(None)))
+_NUMBERS = frozenset((int, float, bool))
+
+
+def _json_as_is(items):
+    """Whether every item of a list or tuple is one that ``encode`` returns as it is (str, bool, None; ints within
+    53 bits, finite floats): then the list is its own encoding (one C pass over the items, where the walk makes a
+    Python call for each)."""
+    kinds = set(map(type, items))
+    if kinds <= _AS_IS:
+        return True
+    if not kinds <= _NUMBERS:
+        return False
+    try:  # isfinite: no NaN or infinity (an int too large for a float raises); min/max: ints within 53 bits
+        return all(map(math.isfinite, items)) and -JSON_INT_BOUND < min(items) and max(items) < JSON_INT_BOUND
+    except OverflowError:
+        return False
 
 
 def digest(value):
@@ -304,6 +327,7 @@ def main(result_fd, stream, progress_fd=None):
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
     time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"]
+    quoted = json.encoder.encode_basestring_ascii
     for index in range(first, end):
         try:
             call_index[0] = index  # first: an alarm in start() already names this call
@@ -316,8 +340,10 @@ def main(result_fd, stream, progress_fd=None):
             kind = kind_of(value)
             if kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is float and value - value == 0.0:
                 frame = f'{{"k":"call","i":{index},"s":"ok","v":{value!r},"ns":{nanoseconds}}}'  # JSON, as to_json
-            elif kind is str and len(value) <= long_str or value is None or kind is bool:  # plain: JSON as it is
-                frame = {"k": "call", "i": index, "s": "ok", "v": value, "ns": nanoseconds}
+            elif kind is str and len(value) <= long_str:  # JSON as to_json writes it (its own quoting)
+                frame = f'{{"k":"call","i":{index},"s":"ok","v":{quoted(value)},"ns":{nanoseconds}}}'
+            elif value is None or kind is bool:
+                frame = f'{{"k":"call","i":{index},"s":"ok","v":{JSON_WORDS[value]},"ns":{nanoseconds}}}'
             else:
                 try:
                     if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==)

@@ -121,10 +121,11 @@ def test_a_forged_progress_page_is_ignored_and_cannot_be_shrunk():
 
 
 def test_returned_numbers_and_scalars_come_back_exactly_as_returned():
-    """Plain ints and finite floats leave the worker as JSON text written directly (not through the encoder):
-    the edges of that path come back with their exact type and value."""
+    """Plain ints, finite floats, strs, bools and None leave the worker as JSON text written directly (not through
+    the encoder): the edges of that path come back with their exact type and value."""
     values = [0, -1, 2**53 - 1, -(2**53 - 1), 2**53, -(2**53), 1.5, -0.0, 1e16, 1e-300, 5e-324,
-              1.7976931348623157e308, 0.1 + 0.2, float("inf"), True, None, "x\u00e9\"\\"]
+              1.7976931348623157e308, 0.1 + 0.2, float("inf"), True, False, None, "x\u00e9\"\\", "",
+              "h\u00e9llo \u2603\n\x00\x7f", "\ud800 lone surrogate"]
     code = f"VALUES = {values!r}\ndef f(i):\n    return VALUES[i]\n".replace("inf", "float('inf')")
     program = Program(code, "f", calls=[(i,) for i in range(len(values))], time_limits=[1.0] * len(values))
     result = run_program(program)
@@ -132,6 +133,20 @@ def test_returned_numbers_and_scalars_come_back_exactly_as_returned():
     assert [type(value) for value in returned] == [type(value) for value in values]
     assert returned == values
     assert math.copysign(1.0, returned[7]) == -1.0  # -0.0 stays negative
+
+
+def test_returned_lists_of_plain_items_come_back_exactly_as_returned():
+    """A list or tuple whose items JSON holds as they are (strs, bools, None, ints within 53 bits, finite floats)
+    is sent as it is, in one pass; one with any other item goes through the encoder item by item."""
+    values = [[1, "a", None, True], ["x", "\u2603", ""], [2**53 - 1, -(2**53 - 1), 1.5, -0.0], [True, 2, 0.5],
+              ("a", None), (1, 2.5), [], (), [2**53, 1], [-(2**53), 1], [1.5, float("inf")], [10**400, 1.0],
+              [[1, 2], ("b",)], [1, [2]], [1.0, float("nan")]]
+    code = f"VALUES = {values!r}\ndef f(i):\n    return VALUES[i]\n".replace("inf", "float('inf')").replace(
+        "nan", "float('nan')")
+    program = Program(code, "f", calls=[(i,) for i in range(len(values))], time_limits=[1.0] * len(values))
+    returned = [call.value for call in run_program(program).calls]
+    assert repr(returned) == repr(values)  # repr: types within (tuples, bools, -0.0) and nan, which == misses
+    assert [type(item) for value in returned for item in value] == [type(item) for value in values for item in value]
 
 
 COUNTS_ITS_CALLS = "import os\nseen = []\ndef f(x):\n    seen.append(x)\n    return [len(seen), os.getpid()]\n"

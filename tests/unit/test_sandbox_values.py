@@ -255,6 +255,19 @@ def test_node_budget_boundary():
         worker.encode([0] * 200_000)
 
 
+def test_lists_of_plain_items_encode_as_they_are_and_count_each_item():
+    """The one-pass path for lists and tuples of plain items gives what the item-by-item walk gives (by hand)."""
+    assert worker.encode([1, "a", None, True, 1.5, -(2**53 - 1)]) == [1, "a", None, True, 1.5, -(2**53 - 1)]
+    assert worker.encode(("a", 2)) == {"$": "tuple", "v": ["a", 2]}
+    assert worker.encode([2**53, 1]) == [{"$": "int", "v": "0x20000000000000"}, 1]
+    assert worker.encode([10**400, 1.5])[1] == 1.5
+    assert worker.encode([math.inf, 0.5]) == [{"$": "float", "v": "inf"}, 0.5]
+    assert worker.encode([math.nan]) == [{"$": "float", "v": "nan"}]
+    with pytest.raises(worker.ValueTooLarge):  # 1 + (1 + 100,000) + (1 + 100,000) nodes: over the budget
+        worker.encode([[0] * 100_000, [0] * 100_000])
+    assert len(worker.encode([[0] * 100_000, [0] * 99_997])) == 2  # 199,999 + the outer list: within it
+
+
 def test_nesting_limit():
     value = []
     for _ in range(100):
