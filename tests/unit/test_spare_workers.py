@@ -92,3 +92,41 @@ def test_after_a_spare_failed_to_start_retired_workers_are_still_cleaned_up(monk
         assert _until(lambda: session in _Session.closed)  # by the background thread, before close()
     finally:
         _within(5.0, spares.close)
+
+
+
+@pytest.fixture
+def started(monkeypatch) -> list[_Session]:
+    """The stand-in sessions the spares' thread starts, in order."""
+    sessions: list[_Session] = []
+
+    class Counted(_Session):
+        def __init__(self, limits, hidden):
+            super().__init__(limits, hidden)
+            sessions.append(self)
+
+    monkeypatch.setattr(spares_module, "WorkerSession", Counted)
+    return sessions
+
+
+def test_two_spares_per_slot_are_kept_ready_and_handed_out_oldest_first(started):
+    spares = SpareWorkers(SandboxLimits(), [], programs=10, slots=2)
+    try:
+        assert _until(lambda: len(spares.ready) == 4)
+        time.sleep(0.05)
+        assert len(started) == 4  # two for each of the two slots, no more
+        assert _within(5.0, lambda: spares.take(first=True)) is started[0]
+        assert _until(lambda: len(started) == 5)  # the slot's place refilled
+        assert _within(5.0, lambda: spares.take(first=True)) is started[1]
+    finally:
+        _within(5.0, spares.close)
+
+
+def test_no_more_spares_than_programs_still_waiting(started):
+    spares = SpareWorkers(SandboxLimits(), [], programs=3, slots=2)
+    try:
+        assert _until(lambda: len(spares.ready) == 3)
+        time.sleep(0.05)
+        assert len(started) == 3
+    finally:
+        _within(5.0, spares.close)
