@@ -294,6 +294,7 @@ def main(result_fd, stream, progress_fd=None):
     confining.apply_limits(job["limits"])
     alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
+    quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
     try:
         first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
@@ -327,7 +328,6 @@ def main(result_fd, stream, progress_fd=None):
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
     time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"]
-    quoted = json.encoder.encode_basestring_ascii
     for index in range(first, end):
         try:
             call_index[0] = index  # first: an alarm in start() already names this call

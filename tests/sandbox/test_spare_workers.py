@@ -112,6 +112,7 @@ def test_a_spare_that_died_waiting_is_the_sandbox_s_failure_not_the_program_s(mo
         doomed.wait(5.0)
         result = run_program(Program(ADD_ONE, "f", calls=[(1,), (2,)], time_limits=[5.0] * 2), SandboxLimits(),
                              spares=spares)
+        assert all(spare.process is not doomed for spare in spares.ready)  # the program took the dead one
     finally:
         spares.close()
     assert result.status == OK and [call.value for call in result.calls] == [2, 3]

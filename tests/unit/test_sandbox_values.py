@@ -263,9 +263,9 @@ def test_lists_of_plain_items_encode_as_they_are_and_count_each_item():
     assert worker.encode([10**400, 1.5])[1] == 1.5
     assert worker.encode([math.inf, 0.5]) == [{"$": "float", "v": "inf"}, 0.5]
     assert worker.encode([math.nan]) == [{"$": "float", "v": "nan"}]
-    with pytest.raises(worker.ValueTooLarge):  # 1 + (1 + 100,000) + (1 + 100,000) nodes: over the budget
-        worker.encode([[0] * 100_000, [0] * 100_000])
-    assert len(worker.encode([[0] * 100_000, [0] * 99_997])) == 2  # 199,999 + the outer list: within it
+    with pytest.raises(worker.ValueTooLarge):  # 1 + (1 + 100,000) + (1 + 99,998) nodes: one over the budget
+        worker.encode([[0] * 100_000, [0] * 99_998])
+    assert len(worker.encode([[0] * 100_000, [0] * 99_997])) == 2  # 200,000 nodes: the budget exactly
 
 
 def test_nesting_limit():
@@ -275,6 +275,12 @@ def test_nesting_limit():
     assert wire(value) == value  # 101 levels: depth 0..100
     with pytest.raises(ValueError, match="nested too deeply"):
         worker.encode([value])
+    items = [1]  # a list of plain items at depth 99 holds them at 100; one level deeper they are too deep
+    for _ in range(99):
+        items = [items]
+    assert wire(items) == items
+    with pytest.raises(ValueError, match="nested too deeply"):
+        worker.encode([items])
 
 
 def test_digest_is_equal_for_equal_values_only():

@@ -94,7 +94,6 @@ def test_after_a_spare_failed_to_start_retired_workers_are_still_cleaned_up(monk
         _within(5.0, spares.close)
 
 
-
 @pytest.fixture
 def started(monkeypatch) -> list[_Session]:
     """The stand-in sessions the spares' thread starts, in order."""
