@@ -86,16 +86,17 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             time.sleep(0.1 * sandbox_failures)
             continue
         workers += 1
+        outcome = None
         try:
             if session.begin(program, next_call, stop, batched):
                 outcome = _drive(session, program, limits, next_call, stop, results, deadlines)
             else:
                 outcome = SANDBOX_ERROR, next_call, session.startup_error()  # it died before its job came
         finally:
-            if spares is not None:
-                spares.retire(session)
-            else:
+            if spares is None:
                 session.close()
+            elif not (outcome is not None and outcome[0] == OK and spares.recycle(session)):
+                spares.retire(session)
         kind, next_call, detail = outcome
         if kind == SANDBOX_ERROR:
             sandbox_failures += 1
@@ -143,13 +144,14 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
     that it had not sent yet (LOST: a later call's CRASH is stored)."""
     reader = session.reader
-    frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
-    if frame == TOTAL_TIMEOUT:
-        return TOTAL_TIMEOUT, start, None
-    if isinstance(frame, Exception):
-        return SANDBOX_ERROR, start, f"worker did not greet: {frame}"
-    if frame is None or frame.get("k") != "hello":
-        return SANDBOX_ERROR, start, session.startup_error()
+    if not session.greeted:  # a serving worker greets once, before its first job (``rearm``)
+        frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
+        if frame == TOTAL_TIMEOUT:
+            return TOTAL_TIMEOUT, start, None
+        if isinstance(frame, Exception):
+            return SANDBOX_ERROR, start, f"worker did not greet: {frame}"
+        if frame is None or frame.get("k") != "hello":
+            return SANDBOX_ERROR, start, session.startup_error()
 
     loaded = _load_phase(reader, limits, deadlines.at(start), start, trusted=True)
     if loaded is not None:

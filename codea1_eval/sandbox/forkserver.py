@@ -75,6 +75,13 @@ class ForkedWorker:
         except ProcessLookupError:
             pass
 
+    def resume(self) -> None:
+        """SIGCONT (a no-op unless the worker is stopped)."""
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
     def wait(self, timeout: float | None = 10.0) -> None:
         """Until the worker has exited (its pidfd turns readable), or ``timeout`` seconds."""
         poller = select.poll()

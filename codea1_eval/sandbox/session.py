@@ -9,6 +9,7 @@ import pickle
 import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -27,6 +28,10 @@ from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+REARM_TIMEOUT_S = 5.0
+"""How long a serving worker may take to say it has served a job after the job's last result (its part processes
+exit)."""
+SERVED = b"s"  # worker.SERVED
 PROGRESS_BYTES = 8
 _FRAME_SIZE = struct.Struct(">I")
 
@@ -77,6 +82,7 @@ class FrameReader:
 
     def __init__(self, fd: int):
         self.fd = fd
+        self.watched = [fd]  # and a serving worker's job socket: readable once its job's processes are gone (``watch``)
         self.buffer = bytearray()
         self.offset = 0
         self.closed = False
@@ -106,15 +112,29 @@ class FrameReader:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select([self.fd], [], [], remaining)
+            ready, _, _ = select.select(self.watched, [], [], remaining)
             if not ready:
                 raise TimeoutError
+            if self.fd not in ready:  # every process that could still write has exited: as EOF
+                self.closed = True
+                continue
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 self.closed = True
             del self.buffer[:self.offset]  # cheap: a bytearray drops its head without copying the rest
             self.offset = 0
             self.buffer += chunk
+
+    def watch(self, ended_fd: int) -> None:
+        """Take ``ended_fd`` turning readable, with nothing left on the pipe, as EOF: a serving worker says so once its
+        job's processes have exited, so a program that left its own end of the pipe to a process that ended (say, by
+        putting /dev/null over it) is taken for dead then, as it would be without the worker's end held open."""
+        self.watched = [self.fd, ended_fd]
+
+
+    def unread(self) -> bool:
+        """Whether any byte is left: a frame not taken yet, or anything on the pipe (its EOF included)."""
+        return bool(self.batch) or len(self.buffer) > self.offset or bool(select.select([self.fd], [], [], 0)[0])
 
 
 class Progress:
@@ -139,6 +159,9 @@ class Progress:
     def call(self) -> int:
         return self.LAYOUT.unpack_from(self.page, 0)[0]
 
+    def reset(self) -> None:
+        self.LAYOUT.pack_into(self.page, 0, -1)
+
     def close(self) -> None:
         self.page.close()
         os.close(self.fd)
@@ -153,6 +176,7 @@ class WorkerSession:
     def __init__(self, limits: SandboxLimits, hidden: list[Path]):
         self.limits = limits
         self.batched = True
+        self.greeted = False  # the worker's hello is read already (a serving worker's, before its first job)
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         self.tmp_layers = self.progress = self.stderr = None
         try:
@@ -189,8 +213,15 @@ class WorkerSession:
                 except OSError:
                     self.cgroup.kill_all()
                     self.cgroup = None
+            # Serving jobs one after another needs the cgroup (``rearm`` checks nothing else is left in it), Landlock (a
+            # domain per part process) and nothing outside the worker's folder that a program could leave behind for
+            # the next (private /tmp, grants).
+            self.serving = (isinstance(self.process, ForkedWorker) and self.cgroup is not None
+                            and self.landlock is not None and self.tmp_layers is None and not limits.grants)
+            if self.serving:
+                self.reader.watch(self.job_writer.fileno())
             self._send({"landlock": self.landlock, "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
-                        "limits": limits.rlimits()})
+                        "limits": limits.rlimits(), "serve_jobs": self.serving})
         except BaseException:  # interrupted with a worker started: kill it and leave nothing behind
             self.close()
             raise
@@ -229,7 +260,24 @@ class WorkerSession:
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
             "fresh_at": program.fresh_process_at, "guard": program.reliability_guard,
             "evalplus_alarm": program.evalplus_alarm,
-        }, last=True)
+        }, last=not self.serving)
+
+    def rearm(self) -> bool:
+        """Ready a serving worker whose job ended well for another job: True once it has said the job's part processes
+        have all exited (on its job socket, which they closed before any candidate code ran and, each in a Landlock
+        domain of its own, cannot reach again), no other process is left in its cgroup (so nothing else can write
+        now), no byte is left unread from it, and its folder is empty again. False otherwise: it serves no more jobs."""
+        jobs = self.job_writer.fileno()
+        if not (select.select([jobs], [], [], REARM_TIMEOUT_S)[0] and os.read(jobs, 1) == SERVED):
+            return False
+        if self.cgroup.members() != [self.process.pid]:
+            return False
+        self.process.resume()  # were it stopped by a process since gone (signals out of a domain need ABI 6 to stop)
+        if self.reader.unread() or not _emptied(self.workdir):
+            return False
+        self.progress.reset()
+        self.greeted = True  # its hello came before its first job; none comes before the next
+        return True
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
@@ -242,15 +290,15 @@ class WorkerSession:
         return self.process.stdin
 
     def _start_forked(self, template: Template, write_fd: int):
-        job_read, job_write = os.pipe()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # jobs one way, "served" the other
         try:
-            self.process = template.fork(self.workdir, job_read, write_fd, self.stderr.fileno(), self.progress.fd)
+            self.process = template.fork(self.workdir, theirs.fileno(), write_fd, self.stderr.fileno(), self.progress.fd)
         except BaseException:
-            os.close(job_write)
+            ours.close()
             raise
         finally:
-            os.close(job_read)
-        return os.fdopen(job_write, "wb")
+            theirs.close()
+        return os.fdopen(ours.detach(), "wb")
 
     def call_in_progress(self, first: int, stop: int) -> int:
         """The call a batching worker said it is in (``Progress``), if that is one from ``first`` to ``stop - 1``;
@@ -283,3 +331,17 @@ class WorkerSession:
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.tmp_layers is not None:
             private_tmp.remove_layers(self.tmp_layers)
+
+
+def _emptied(folder: Path) -> bool:
+    """Remove everything in ``folder``; whether it is empty now."""
+    for name in os.listdir(folder):
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+    return not os.listdir(folder)

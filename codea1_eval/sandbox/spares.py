@@ -57,6 +57,18 @@ class SpareWorkers:
             self.changed.notify_all()
         return spare if spare is not None else WorkerSession(self.limits, self.hidden)
 
+    def recycle(self, session: WorkerSession) -> bool:
+        """Take back a worker whose job ended well, where it serves jobs and is ready for another
+        (``WorkerSession.rearm``): it is handed out next. False where it is not (then ``retire`` it)."""
+        if not session.serving or self.closed or not session.rearm():
+            return False
+        with self.changed:
+            if self.closed:
+                return False
+            self.ready.insert(0, session)
+            self.changed.notify_all()
+        return True
+
     def retire(self, session: WorkerSession) -> None:
         """Kill a worker the engine is done with, and its process group, now; the rest of its cleanup (its cgroup,
         whatever left the group, its files) runs on the background thread."""

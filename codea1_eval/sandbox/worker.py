@@ -3,9 +3,10 @@
 A script that imports only the standard library (so it works inside bubblewrap and never imports the harness):
 ``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
 
-Protocol. The parent writes two pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the
-setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
-``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
+Protocol. The parent writes pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the setup
+``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}, "serve_jobs": bool}``
+(``confine.py``, ``private_tmp.py``, ``session.Progress``; a worker that serves jobs runs each part of each in a child
+and greets again after each: ``input_lists.serve_jobs``), then a job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
 "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}`` (calls ``start`` to ``stop - 1``;
 those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
@@ -35,6 +36,8 @@ JSON_INT_BOUND = 1 << MAX_INT_BITS_AS_JSON
 """Ints strictly between -JSON_INT_BOUND and JSON_INT_BOUND (bit_length <= 53) travel as JSON numbers."""
 JSON_WORDS = {None: "null", True: "true", False: "false"}
 ENCODE_NODE_BUDGET = 200_000
+SERVED = b"s"  # a serving worker's word on its job socket once a job's part processes have all exited
+_exit = os._exit  # bound now: candidate code may replace os._exit
 EVALPLUS_FRAMES_LEFT = 967
 """Python frames a candidate's call can stack on its own in evalplus 0.3.1's process: CPython 3.11's recursion limit
 (1000, which it keeps) less what evalplus' own path to the call holds (measured with ``python -m evalplus.evaluate``:
@@ -268,6 +271,13 @@ def sibling(name):
     return module
 
 
+def _next_job(stream):
+    try:
+        return pickle.load(stream)
+    except EOFError:
+        os._exit(0)  # the harness is done with this worker
+
+
 def main(result_fd, stream, progress_fd=None):
     """Read the setup from ``stream`` and confine this worker as it says, greet the parent on ``result_fd``, then read
     the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
@@ -290,20 +300,26 @@ def main(result_fd, stream, progress_fd=None):
     sys.set_int_max_str_digits(0)
     channel.send({"k": "hello"})
     job = pickle.load(stream)
-    stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
+    try:
+        if setup["serve_jobs"]:  # this process runs none of them: each part of each job runs in a child
+            job, first, end = lists.serve_jobs(job, lambda: _next_job(stream), lambda: os.write(stream.fileno(), SERVED),
+                                               stream.close, lambda: confining.nest(setup["landlock"]["abi"]))
+            in_part = True
+        else:
+            stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
+            first, end, in_part = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+    except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
+        channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
+        return
     confining.apply_limits(job["limits"])
     alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
-    try:
-        first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
-    except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
-        channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
-        return
     if job["guard"]:  # as in evalplus' process: its recursion depth and Python's int-to-str limit, its guard
         sys.setrecursionlimit(EVALPLUS_FRAMES_LEFT + _depth_here() + 1)  # the call is made from here
         sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
-        lists.reliability_guard()
+        if not setup["serve_jobs"]:  # a serving worker guarded this process as it forked it
+            lists.reliability_guard()
     # The candidate runs as module __main__, in sys.modules: pickling its functions works, as in a script (BigCodeBench)
     candidate = type(sys)("__main__")
     candidate.__builtins__ = __builtins__
@@ -367,9 +383,8 @@ def main(result_fd, stream, progress_fd=None):
                          "ns": frame.get("ns", 0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
-    if done is not None:  # the child that ran the calls before ``fresh_at``
-        os.write(done, lists.DONE)
-        os._exit(0)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
+    if in_part:  # a process of its own for these calls: its parent goes on once it ends so
+        _exit(lists.PART_DONE)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
 
 
 if __name__ == "__main__":
