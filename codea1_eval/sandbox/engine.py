@@ -1,4 +1,5 @@
-"""The execution engine: one worker process per candidate, many calls per worker, hard deadlines.
+"""The execution engine: a worker per candidate at a time (one that serves its slot's next program once this one
+ended well, ``session.WorkerSession.rearm``), many calls per worker, hard deadlines.
 
 The parent never trusts the worker: it enforces every deadline itself, kills the worker's whole
 process tree on expiry, continues with the remaining calls on a fresh worker, and only accepts
@@ -23,11 +24,10 @@ from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
-from codea1_eval.sandbox.session import FrameReader, WorkerSession
+from codea1_eval.sandbox.session import STARTUP_TIMEOUT_S, FrameReader, WorkerSession
 from codea1_eval.sandbox.spares import SpareWorkers
 from codea1_eval.sandbox.values import PLAIN_JSON, ProtocolViolation, decode
 
-STARTUP_TIMEOUT_S = 60.0
 SANDBOX_RETRIES = 2
 LOST = "lost"
 """A worker that sends results in batches died in a call after results it had not sent yet: that call keeps its
@@ -54,7 +54,8 @@ def _fill(results: list, start: int, status: str, error: str, stop: int | None =
 
 def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
                 hidden: Sequence[Path] = (), spares: SpareWorkers | None = None) -> ExecResult:
-    """Execute ``program`` in fresh sandboxed worker(s), taken from ``spares`` where given; never raises for
+    """Execute ``program`` in sandboxed worker(s) that ran no other program's code, or served one that left nothing
+    behind (``spares``, where given, hands them out and takes back those that can serve again); never raises for
     anything the code does."""
     began = time.monotonic()
     deadlines = Deadlines(program, began)
@@ -153,15 +154,15 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
         if frame is None or frame.get("k") != "hello":
             return SANDBOX_ERROR, start, session.startup_error()
 
-    loaded = _load_phase(reader, limits, deadlines.at(start), start, trusted=True)
+    loaded = _load_phase(session, limits, deadlines.at(start), start, trusted=not session.serving)
     if loaded is not None:
         return loaded
     split = program.fresh_process_at
     reload_at = split if split is not None and start < split < stop else None  # the worker forked there
     index = start
     while index < stop:
-        if index == reload_at:  # the child ran the calls before it; the worker itself now loads the program
-            loaded = _load_phase(reader, limits, deadlines.at(index), index, trusted=False)
+        if index == reload_at:  # the calls before it ran in a process of their own; the next process loads the program
+            loaded = _load_phase(session, limits, deadlines.at(index), index, trusted=False)
             if loaded is not None:
                 return loaded
         end = reload_at if reload_at is not None and index < reload_at else stop  # the calls of this process
@@ -184,23 +185,25 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     return OK, index, None
 
 
-def _load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, index: int,
+def _load_phase(session: WorkerSession, limits: SandboxLimits, deadline: float, index: int,
                 trusted: bool) -> tuple[str, int, str | None] | None:
     """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
-    else the outcome. ``trusted``: no candidate code has run in the worker yet, so a load frame that says the sandbox
-    failed (no fork) is the sandbox's failure, retried; after that, one is the candidate's word (a load error)."""
-    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
+    else the outcome. ``trusted``: no candidate code can have written on the result pipe yet, so a load frame that
+    says the sandbox failed (no fork) is the sandbox's failure, retried; otherwise one is the candidate's word (a load
+    error), unless a serving worker said so where no program's process can write (``sandbox_failed``)."""
+    frame = _phase_frame(session.reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, index, None
     if isinstance(frame, TimeoutError):
         return LOAD_TIMEOUT, index, "program load timed out"
     if isinstance(frame, ProtocolViolation):
         return LOAD_CRASH, index, f"protocol violation while loading: {frame}"
+    said_sandbox = frame is not None and frame.get("k") == "load" and frame.get("s") == "sandbox"
+    if (trusted and said_sandbox) or (frame is None or said_sandbox) and session.sandbox_failed():
+        return SANDBOX_ERROR, index, f"worker could not fork: {str(frame and frame.get('e'))[:500]}"
     if frame is None:
         return LOAD_CRASH, index, "worker exited while loading the program"
     if frame.get("k") == "load":
-        if trusted and frame.get("s") == "sandbox":
-            return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
         kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
         return kind, index, str(frame.get("e"))[:500]
     if frame.get("k") != "ready":
@@ -340,7 +343,7 @@ def default_parallelism() -> int:
 
 
 class Executor:
-    """A bounded pool that runs programs concurrently, each in its own worker process(es)."""
+    """A bounded pool that runs programs concurrently, each in processes of its own."""
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), parallel: int | None = None,
                  hidden: Sequence[Path] = ()):

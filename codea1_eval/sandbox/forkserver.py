@@ -5,7 +5,7 @@ from a warm parent instead. A template (``worker.py --serve``, started once per 
 isolation level) has the worker's code and common standard-library modules imported and forks one
 worker per request. A forked worker then does exactly what a fresh one does: its own session, folder,
 environment, pipes, rlimits, cgroup and Landlock domain, all before it reads any candidate code. It
-inherits nothing a candidate could use: jobs go from the harness straight to the worker's own pipe, never
+inherits nothing a candidate could use: jobs go from the harness straight to the worker's own socket, never
 through the template; the template holds no data, runs no candidate code, and its control socket is
 closed in the worker before anything else. The harness owns each worker through a pidfd, and the
 template reaps a worker only once the harness has released it (after the kill), so no signal of the
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox.landlock import DEVICES, kernel_abi, readable_folders
+from codea1_eval.sandbox.process_traits import process_traits
 
 SWITCH = "CODEA1_FORKSERVER"
 """Environment switch: ``auto`` (the default: fork workers from a template where the level allows it) or
@@ -116,6 +117,7 @@ class Template:
         self.control = ours
         self.lock = threading.Lock()
         self.broken = False
+        self.traits = process_traits(self.process.pid)  # what a candidate could change in it (as this user)
 
     def alive(self) -> bool:
         return not self.broken and self.process.poll() is None
@@ -127,6 +129,9 @@ class Template:
         with self.lock:
             if self.broken:  # another thread found it dead or hung while this one waited
                 raise OSError("the fork-server template stopped answering")
+            if process_traits(self.process.pid) != self.traits:  # its limits, priority or affinity were changed
+                self.broken = True
+                raise OSError("the fork-server template was changed from outside")
             try:
                 socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd, progress_fd])
                 reply = self.control.recv(4)

@@ -31,9 +31,9 @@ def fresh_process_at(split, first, stop):
     return split, stop, False
 
 
-def serve_jobs(job, next_job, served, close_jobs, isolate):
+def serve_jobs(job, next_job, served, close_jobs, prepare):
     """A serving worker's loop: it runs many jobs and no candidate code. Each part of a job's calls (split at
-    ``fresh_at``) runs in a process of its own (``isolate``d from this one), one after the other, the first in the
+    ``fresh_at``) runs in a process of its own (``prepare``d apart from this one), one after the other, the first in the
     worker's folder and the next in a new empty one; once the last has exited, the worker says it has ``served`` the
     job and takes the one ``next_job`` gives (the harness has checked by then that no other process is left, no byte
     unread and the folder empty: ``WorkerSession.rearm``). Returns (job, first call, end) in each part's process,
@@ -45,7 +45,7 @@ def serve_jobs(job, next_job, served, close_jobs, isolate):
         unguard, in_part = reliability_guard() if job["guard"] else None, False  # inherited by each part's process
         try:
             for part in range(len(bounds) - 1):
-                in_part = part_process(fresh_folder=part > 0, isolate=isolate)
+                in_part = part_process(fresh_folder=part > 0, prepare=prepare)
                 if in_part:
                     close_jobs()
                     return job, bounds[part], bounds[part + 1]
@@ -56,16 +56,25 @@ def serve_jobs(job, next_job, served, close_jobs, isolate):
         job = next_job()
 
 
-def part_process(fresh_folder, isolate=None):
-    """Fork a process for one part of a job's calls. True in the child, in its own session (after ``isolate()`` where
-    given, in a new empty folder where ``fresh_folder``), which ends with ``PART_DONE`` once its results are sent.
-    False in the parent once the child has exited so; where it ended otherwise, the parent ends too (so that the
-    harness sees the call it died in). OSError where there is no fork."""
+def enter_part(result_fd, nest, policy):
+    """A serving worker's part process, before anything else: its own session, its own open result pipe (its flags,
+    ``O_NONBLOCK`` say, are then its own, not the next program's) and a Landlock domain ``nest``ed in the worker's."""
+    os.setsid()
+    reopened = os.open(f"/proc/self/fd/{result_fd}", os.O_WRONLY)
+    os.dup2(reopened, result_fd)
+    os.close(reopened)
+    nest(policy["abi"])
+
+
+def part_process(fresh_folder, prepare=None):
+    """Fork a process for one part of a job's calls. True in the child (after ``prepare()`` where given, in a new
+    empty folder where ``fresh_folder``), which ends with ``PART_DONE`` once its results are sent. False in the parent
+    once the child has exited so; where it ended otherwise, the parent ends too (so that the harness sees the call it
+    died in). OSError where there is no fork."""
     child = _fork()
     if child == 0:
-        os.setsid()  # its own session and process group, as a worker has
-        if isolate is not None:
-            isolate()
+        if prepare is not None:
+            prepare()
         if fresh_folder:
             _enter_fresh_folder()
         return True

@@ -1,4 +1,5 @@
-"""One worker process: started isolated with a scrubbed environment, read frame by frame, killed with its tree."""
+"""One worker process: started isolated with a scrubbed environment, read frame by frame, killed with its tree, or
+(a serving worker) readied for its slot's next program (``WorkerSession.rearm``)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, ForkedWorker, Template
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import SCOPE_ABI, worker_policy
+from codea1_eval.sandbox.process_traits import process_traits
 from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
-REARM_TIMEOUT_S = 5.0
+STARTUP_TIMEOUT_S = 60.0
+REARM_TIMEOUT_S = 0.5
 """How long a serving worker may take to say it has served a job after the job's last result (its part processes
-exit)."""
-SERVED = b"s"  # worker.SERVED
+exit: a few milliseconds); one that takes longer serves no more jobs."""
+SERVED, SANDBOX_FAILED = b"s", b"f"  # worker.SERVED, worker.SANDBOX_FAILED
 PROGRESS_BYTES = 8
 _FRAME_SIZE = struct.Struct(">I")
 
@@ -77,7 +80,7 @@ def kill_tree(process: subprocess.Popen | ForkedWorker, cgroup: PidsCgroup | Non
 
 
 class FrameReader:
-    """Reads length-prefixed frames from a pipe with a deadline. Frames that arrived together are parsed
+    """Reads length-prefixed frames from a worker's result pipe with a deadline. Frames that arrived together are parsed
     from one buffer by offset; consumed bytes are dropped only before the next read."""
 
     def __init__(self, fd: int):
@@ -131,7 +134,6 @@ class FrameReader:
         putting /dev/null over it) is taken for dead then, as it would be without the worker's end held open."""
         self.watched = [self.fd, ended_fd]
 
-
     def unread(self) -> bool:
         """Whether any byte is left: a frame not taken yet, or anything on the pipe (its EOF included)."""
         return bool(self.batch) or len(self.buffer) > self.offset or bool(select.select([self.fd], [], [], 0)[0])
@@ -171,12 +173,14 @@ class WorkerSession:
     """One worker process: started here, forked from the level's template where there is one (``forkserver.py``),
     else a fresh interpreter wrapped by the isolation level. It gets its setup at once, confines itself, greets and
     waits for its job until ``begin`` sends one (so a worker can be started ahead, while another runs:
-    ``spares.SpareWorkers``)."""
+    ``spares.SpareWorkers``). A forked worker with a cgroup, Landlock and no grants serves jobs (``serving``): each
+    part of a program runs in a process of its own, and ``rearm`` readies it for another program."""
 
     def __init__(self, limits: SandboxLimits, hidden: list[Path]):
         self.limits = limits
         self.batched = True
-        self.greeted = False  # the worker's hello is read already (a serving worker's, before its first job)
+        self.greeted = False  # the worker's hello is read already (``greet``)
+        self.traits = None  # a serving worker's, as it greeted (``greet``)
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         self.tmp_layers = self.progress = self.stderr = None
         try:
@@ -262,23 +266,53 @@ class WorkerSession:
             "evalplus_alarm": program.evalplus_alarm,
         }, last=not self.serving)
 
+    def greet(self) -> bool:
+        """Wait for the worker's hello (before its first job), and note what its job's processes could change in a
+        serving worker and must find unchanged after each job (``process_traits``, its folder's mode and owner):
+        False where it does not greet."""
+        try:
+            frame = self.reader.next_frame(time.monotonic() + STARTUP_TIMEOUT_S)
+        except (TimeoutError, ProtocolViolation):
+            return False
+        if frame is None or frame.get("k") != "hello":
+            return False
+        if self.serving:
+            self.traits = self._traits()
+        self.greeted = True
+        return True
+
+    def _traits(self) -> tuple:
+        folder = os.stat(self.workdir)
+        return process_traits(self.process.pid), folder.st_mode, folder.st_uid, folder.st_gid
+
     def rearm(self) -> bool:
         """Ready a serving worker whose job ended well for another job: True once it has said the job's part processes
         have all exited (on its job socket, which they closed before any candidate code ran and, each in a Landlock
         domain of its own, cannot reach again), no other process is left in its cgroup (so nothing else can write
-        now), no byte is left unread from it, and its folder is empty again. False otherwise: it serves no more jobs."""
+        now), no byte is left unread from it, what they could change in it is as it was when it greeted, and its
+        folder is empty again. False otherwise (also where it did not greet here): it serves no more jobs."""
         jobs = self.job_writer.fileno()
-        if not (select.select([jobs], [], [], REARM_TIMEOUT_S)[0] and os.read(jobs, 1) == SERVED):
+        if self.traits is None or not (select.select([jobs], [], [], REARM_TIMEOUT_S)[0] and os.read(jobs, 1) == SERVED):
             return False
         if self.cgroup.members() != [self.process.pid]:
             return False
         if self.landlock["abi"] < SCOPE_ABI:  # a process since gone could have stopped it: Landlock scopes signals from 6
             self.process.resume()
-        if self.reader.unread() or not _emptied(self.workdir):
+        if self.reader.unread() or self._traits() != self.traits or not _emptied(self.workdir):
             return False
         self.progress.reset()
-        self.greeted = True  # its hello came before its first job; none comes before the next
         return True
+
+    def sandbox_failed(self) -> bool:
+        """Whether a serving worker said it could not fork a part's process (on its job socket, where no program's
+        process can write: a load frame saying so on the result pipe may be a program's own)."""
+        if not self.serving:
+            return False
+        try:
+            with socket.fromfd(self.job_writer.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as jobs:
+                return jobs.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == SANDBOX_FAILED
+        except OSError:
+            return False
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]

@@ -6,7 +6,8 @@ slot ran nothing, and many programs take about 10 ms. A spare is a worker that h
 itself and waits, holding no job, until ``WorkerSession.begin`` sends it one; a background thread keeps
 ``SPARES_PER_SLOT`` ready per slot, so starting them costs the same CPU at a moment the slots are busy anyway.
 The same thread cleans up after a worker the engine is done with (reaping it, its cgroup and files: about
-1 ms), once ``retire`` has killed it and its process group.
+1 ms), once ``retire`` has killed it and its process group. A serving worker whose program ended well comes
+back instead (``recycle``) and is handed out next, before any spare.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ runs each)."""
 
 class SpareWorkers:
     """Spare workers for the programs of one ``Executor.map_unordered`` call: at most ``SPARES_PER_SLOT`` per
-    slot, never more than the programs still waiting for their first worker, handed out oldest first; ``close``
-    kills the ones nobody took and finishes every cleanup."""
+    slot, none started once they match the programs still waiting for their first worker, handed out recycled first,
+    then oldest first; ``close`` kills the ones nobody took and finishes every cleanup."""
 
     def __init__(self, limits: SandboxLimits, hidden: list[Path], programs: int, slots: int):
         self.limits = limits
@@ -60,7 +61,10 @@ class SpareWorkers:
     def recycle(self, session: WorkerSession) -> bool:
         """Take back a worker whose job ended well, where it serves jobs and is ready for another
         (``WorkerSession.rearm``): it is handed out next. False where it is not (then ``retire`` it)."""
-        if not session.serving or self.closed or not session.rearm():
+        try:
+            if not session.serving or self.closed or not session.rearm():
+                return False
+        except Exception:  # a folder it cannot list, say: then it serves no more
             return False
         with self.changed:
             if self.closed:
@@ -77,6 +81,12 @@ class SpareWorkers:
             os.killpg(session.process.pid, signal.SIGKILL)  # it leads its own session; not reaped yet, so still its
         except OSError:
             pass
+        if session.serving:  # its parts' processes lead sessions of their own: the cgroup has them
+            for pid in session.cgroup.members():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         with self.changed:
             if not self.closed:
                 self.retired.append(session)
@@ -106,6 +116,8 @@ class SpareWorkers:
         spare = None
         try:
             spare = WorkerSession(self.limits, self.hidden)
+            if not spare.greet():  # it reports why when a program starts one itself
+                raise OSError("the spare did not greet")
         except Exception:
             self.making = False
         finally:

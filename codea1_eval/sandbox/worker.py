@@ -1,19 +1,21 @@
-"""Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
+"""Sandbox worker: runs an untrusted candidate program and evaluates many calls on it (a serving worker: each part of
+each of its slot's programs, in a process of its own).
 
 A script that imports only the standard library (so it works inside bubblewrap and never imports the harness):
 ``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
 
-Protocol. The parent writes pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the setup
-``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}, "serve_jobs": bool}``
-(``confine.py``, ``private_tmp.py``, ``session.Progress``; a worker that serves jobs runs each part of each in a child
-and greets again after each: ``input_lists.serve_jobs``), then a job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
+Protocol. The parent writes pickles (parent -> child data is trusted) to stdin or a forked worker's job socket: the
+setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}, "serve_jobs":
+bool}`` (``confine.py``, ``private_tmp.py``, ``session.Progress``; a worker that serves jobs runs each part of each in
+a process of its own and writes ``SERVED`` on the socket once a job's parts have exited, or ``SANDBOX_FAILED`` where
+it cannot fork: ``input_lists.serve_jobs``), then a job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
 "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}`` (calls ``start`` to ``stop - 1``;
 those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
 evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child answers on RESULT_FD with
 length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
-"hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's own process
-once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
+"hello"}`` (once, before the first job), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (again from the
+next part's process, where a job has two), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
 nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
 "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call
@@ -36,7 +38,7 @@ JSON_INT_BOUND = 1 << MAX_INT_BITS_AS_JSON
 """Ints strictly between -JSON_INT_BOUND and JSON_INT_BOUND (bit_length <= 53) travel as JSON numbers."""
 JSON_WORDS = {None: "null", True: "true", False: "false"}
 ENCODE_NODE_BUDGET = 200_000
-SERVED = b"s"  # a serving worker's word on its job socket once a job's part processes have all exited
+SERVED, SANDBOX_FAILED = b"s", b"f"  # a serving worker's words on its job socket: a job's parts all exited; no fork
 _exit = os._exit  # bound now: candidate code may replace os._exit
 EVALPLUS_FRAMES_LEFT = 967
 """Python frames a candidate's call can stack on its own in evalplus 0.3.1's process: CPython 3.11's recursion limit
@@ -280,7 +282,7 @@ def _next_job(stream):
 
 def main(result_fd, stream, progress_fd=None):
     """Read the setup from ``stream`` and confine this worker as it says, greet the parent on ``result_fd``, then read
-    the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
+    the job (a serving worker: each job, ``input_lists.serve_jobs``) and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
     fresh worker inherits the harness's, numbered in the setup). A spare worker waits for its job confined."""
     setup = pickle.load(stream)
     channel = Channel(result_fd)
@@ -303,13 +305,15 @@ def main(result_fd, stream, progress_fd=None):
     try:
         if setup["serve_jobs"]:  # this process runs none of them: each part of each job runs in a child
             job, first, end = lists.serve_jobs(job, lambda: _next_job(stream), lambda: os.write(stream.fileno(), SERVED),
-                                               stream.close, lambda: confining.nest(setup["landlock"]["abi"]))
+                                               stream.close, lambda: lists.enter_part(result_fd, confining.nest, setup["landlock"]))
             in_part = True
         else:
             stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
             first, end, in_part = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
         channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
+        if setup["serve_jobs"]:  # said where no program's process can write: the harness trusts nothing else
+            os.write(stream.fileno(), SANDBOX_FAILED)
         return
     confining.apply_limits(job["limits"])
     alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)

@@ -22,9 +22,13 @@ class _Process:
 
 class _Session:
     closed: list["_Session"] = []
+    serving = False
 
     def __init__(self, limits, hidden):
         self.process = _Process()
+
+    def greet(self) -> bool:
+        return True
 
     def close(self) -> None:
         _Session.closed.append(self)
