@@ -40,7 +40,7 @@ says about where it is cannot stretch one)."""
 
 def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
     """``result`` itself, unless the sandbox could not run the program (its worker never started, after
-    the engine's retries): then SandboxError naming the cause. Never a candidate's crash, never scored."""
+    the engine's retries): then SandboxError naming the cause; never scored."""
     if result.status == SANDBOX_ERROR:
         raise SandboxError(f"the sandbox cannot run programs at the '{isolation}' isolation level: {result.error}")
     return result
@@ -158,7 +158,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     if loaded is not None:
         return loaded
     split = program.fresh_process_at
-    reload_at = split if split is not None and start < split < stop else None  # the worker forked there
+    reload_at = split if split is not None and start < split < stop else None  # a new process loads it there
     index = start
     while index < stop:
         if index == reload_at:  # the calls before it ran in a process of their own; the next process loads the program
@@ -190,7 +190,7 @@ def _load_phase(session: WorkerSession, limits: SandboxLimits, deadline: float, 
     """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
     else the outcome. ``trusted``: no candidate code can have written on the result pipe yet, so a load frame that
     says the sandbox failed (no fork) is the sandbox's failure, retried; otherwise one is the candidate's word (a load
-    error), unless a serving worker said so where no program's process can write (``sandbox_failed``)."""
+    error), unless a serving worker said so where no program's process can write (``sandbox_failure``)."""
     frame = _phase_frame(session.reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, index, None
@@ -199,8 +199,10 @@ def _load_phase(session: WorkerSession, limits: SandboxLimits, deadline: float, 
     if isinstance(frame, ProtocolViolation):
         return LOAD_CRASH, index, f"protocol violation while loading: {frame}"
     said_sandbox = frame is not None and frame.get("k") == "load" and frame.get("s") == "sandbox"
-    if (trusted and said_sandbox) or (frame is None or said_sandbox) and session.sandbox_failed():
-        return SANDBOX_ERROR, index, f"worker could not fork: {str(frame and frame.get('e'))[:500]}"
+    if trusted and said_sandbox:
+        return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
+    if (frame is None or said_sandbox) and (failure := session.sandbox_failure()) is not None:
+        return SANDBOX_ERROR, index, f"worker could not fork: {failure}"
     if frame is None:
         return LOAD_CRASH, index, "worker exited while loading the program"
     if frame.get("k") == "load":

@@ -76,13 +76,6 @@ class ForkedWorker:
         except ProcessLookupError:
             pass
 
-    def resume(self) -> None:
-        """SIGCONT (a no-op unless the worker is stopped)."""
-        try:
-            signal.pidfd_send_signal(self.pidfd, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-
     def wait(self, timeout: float | None = 10.0) -> None:
         """Until the worker has exited (its pidfd turns readable), or ``timeout`` seconds."""
         poller = select.poll()
@@ -120,7 +113,10 @@ class Template:
         self.traits = process_traits(self.process.pid)  # what a candidate could change in it (as this user)
 
     def alive(self) -> bool:
-        return not self.broken and self.process.poll() is None
+        """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
+        can change them, as the same user; every worker forked from it would inherit them)."""
+        return (not self.broken and self.process.poll() is None and self.traits is not None
+                and process_traits(self.process.pid) == self.traits)
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
         """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which
@@ -129,9 +125,6 @@ class Template:
         with self.lock:
             if self.broken:  # another thread found it dead or hung while this one waited
                 raise OSError("the fork-server template stopped answering")
-            if process_traits(self.process.pid) != self.traits:  # its limits, priority or affinity were changed
-                self.broken = True
-                raise OSError("the fork-server template was changed from outside")
             try:
                 socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd, progress_fd])
                 reply = self.control.recv(4)

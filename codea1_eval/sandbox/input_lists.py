@@ -38,14 +38,18 @@ def serve_jobs(job, next_job, served, close_jobs, prepare):
     job and takes the one ``next_job`` gives (the harness has checked by then that no other process is left, no byte
     unread and the folder empty: ``WorkerSession.rearm``). Returns (job, first call, end) in each part's process,
     after ``close_jobs`` and under evalplus' ``reliability_guard`` where the job asks for it. OSError where there is
-    no fork."""
+    no fork (``after_candidate_code`` where an earlier part of the job ran)."""
     while True:
         split, start, stop = job["fresh_at"], job["start"], job["stop"]
         bounds = [start, split, stop] if split is not None and start < split < stop else [start, stop]
         unguard, in_part = reliability_guard() if job["guard"] else None, False  # inherited by each part's process
         try:
             for part in range(len(bounds) - 1):
-                in_part = part_process(fresh_folder=part > 0, prepare=prepare)
+                try:
+                    in_part = part_process(fresh_folder=part > 0, prepare=prepare)
+                except OSError as exc:
+                    exc.after_candidate_code = part > 0  # the program's earlier part may have caused it (pids used up)
+                    raise
                 if in_part:
                     close_jobs()
                     return job, bounds[part], bounds[part + 1]

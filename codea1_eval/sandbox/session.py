@@ -129,9 +129,11 @@ class FrameReader:
             self.buffer += chunk
 
     def watch(self, ended_fd: int) -> None:
-        """Take ``ended_fd`` turning readable, with nothing left on the pipe, as EOF: a serving worker says so once its
-        job's processes have exited, so a program that left its own end of the pipe to a process that ended (say, by
-        putting /dev/null over it) is taken for dead then, as it would be without the worker's end held open."""
+        """Take ``ended_fd`` turning readable, with nothing left on the pipe, as EOF: a serving worker's job socket, on
+        which it writes once its job's part processes have exited (or it cannot fork one), and which turns readable as
+        it dies. So a program that put /dev/null over its end of the pipe is taken for dead once its process ends, as
+        it would be without the worker's end held open. (A process the part left behind may still hold the pipe; it
+        keeps the worker from serving again: ``rearm``.)"""
         self.watched = [self.fd, ended_fd]
 
     def unread(self) -> bool:
@@ -217,11 +219,12 @@ class WorkerSession:
                 except OSError:
                     self.cgroup.kill_all()
                     self.cgroup = None
-            # Serving jobs one after another needs the cgroup (``rearm`` checks nothing else is left in it), Landlock (a
-            # domain per part process) and nothing outside the worker's folder that a program could leave behind for
-            # the next (private /tmp, grants).
-            self.serving = (isinstance(self.process, ForkedWorker) and self.cgroup is not None
-                            and self.landlock is not None and self.tmp_layers is None and not limits.grants)
+            # Serving jobs one after another needs the cgroup (``rearm`` checks nothing else is left in it), Landlock
+            # with scoped signals and abstract sockets (a domain per part process, which can then neither signal the
+            # worker nor hand its result pipe to another slot's program) and nothing outside the worker's folder that a
+            # program could leave behind for the next (private /tmp, grants).
+            self.serving = (isinstance(self.process, ForkedWorker) and self.cgroup is not None and self.landlock is not None
+                            and self.landlock["abi"] >= SCOPE_ABI and self.tmp_layers is None and not limits.grants)
             if self.serving:
                 self.reader.watch(self.job_writer.fileno())
             self._send({"landlock": self.landlock, "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
@@ -253,6 +256,8 @@ class WorkerSession:
         sent in batches where ``batched``. False where the worker died before its job (a spare the OOM killer
         took, say): the sandbox's failure, not the program's."""
         self.batched = batched
+        if self.serving and not self.greeted and not self.greet():  # its traits are noted before its first job
+            return False
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = self.limits.load_time_limit + sum(remaining_limits) + 5
         return self._send({
@@ -267,17 +272,16 @@ class WorkerSession:
         }, last=not self.serving)
 
     def greet(self) -> bool:
-        """Wait for the worker's hello (before its first job), and note what its job's processes could change in a
-        serving worker and must find unchanged after each job (``process_traits``, its folder's mode and owner):
-        False where it does not greet."""
+        """Wait for a serving worker's hello (``begin`` does, before its first job), and note what its jobs' processes
+        could change in it and must leave unchanged (``process_traits``, its folder's mode and owner): False where it
+        does not greet."""
         try:
             frame = self.reader.next_frame(time.monotonic() + STARTUP_TIMEOUT_S)
         except (TimeoutError, ProtocolViolation):
             return False
         if frame is None or frame.get("k") != "hello":
             return False
-        if self.serving:
-            self.traits = self._traits()
+        self.traits = self._traits()
         self.greeted = True
         return True
 
@@ -296,23 +300,23 @@ class WorkerSession:
             return False
         if self.cgroup.members() != [self.process.pid]:
             return False
-        if self.landlock["abi"] < SCOPE_ABI:  # a process since gone could have stopped it: Landlock scopes signals from 6
-            self.process.resume()
-        if self.reader.unread() or self._traits() != self.traits or not _emptied(self.workdir):
+        if self.reader.unread() or self.traits[0] is None or self._traits() != self.traits or not _emptied(self.workdir):
             return False
         self.progress.reset()
         return True
 
-    def sandbox_failed(self) -> bool:
-        """Whether a serving worker said it could not fork a part's process (on its job socket, where no program's
-        process can write: a load frame saying so on the result pipe may be a program's own)."""
+    def sandbox_failure(self) -> str | None:
+        """Why a serving worker could not start a job's first part (it says so on its job socket, where no program's
+        process can write, before the load frame that says so on the result pipe, which may be a program's own);
+        None where it did not say so."""
         if not self.serving:
-            return False
+            return None
         try:
             with socket.fromfd(self.job_writer.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as jobs:
-                return jobs.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == SANDBOX_FAILED
+                said = jobs.recv(1024, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except OSError:
-            return False
+            return None
+        return said[1:].decode(errors="replace") if said[:1] == SANDBOX_FAILED else None
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]

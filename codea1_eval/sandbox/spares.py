@@ -116,8 +116,6 @@ class SpareWorkers:
         spare = None
         try:
             spare = WorkerSession(self.limits, self.hidden)
-            if not spare.greet():  # it reports why when a program starts one itself
-                raise OSError("the spare did not greet")
         except Exception:
             self.making = False
         finally:

@@ -310,10 +310,10 @@ def main(result_fd, stream, progress_fd=None):
         else:
             stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
             first, end, in_part = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
-    except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
+    except OSError as exc:  # no fork or folder, before any candidate code ran in this process
+        if setup["serve_jobs"] and not getattr(exc, "after_candidate_code", False):  # the harness trusts only this word
+            os.write(stream.fileno(), SANDBOX_FAILED + _describe(exc).encode()[:500])
         channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
-        if setup["serve_jobs"]:  # said where no program's process can write: the harness trusts nothing else
-            os.write(stream.fileno(), SANDBOX_FAILED)
         return
     confining.apply_limits(job["limits"])
     alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)

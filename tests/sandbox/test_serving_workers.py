@@ -5,6 +5,7 @@ next one: no file in the folder, no process, no byte on the result pipe, no guar
 from __future__ import annotations
 
 import errno
+import os
 import tempfile
 import time
 
@@ -113,7 +114,7 @@ def test_a_worker_with_a_byte_left_unread_serves_no_more(monkeypatch, tmp_path, 
         assert [frame["k"] for frame in frames] == ["ready", "call"]
         time.sleep(0.3)  # the program's process has exited, its frames all written
         assert session.reader.unread() is bool(forged)
-        assert session.rearm() is not forged
+        assert session.rearm() is (forged is None)
     finally:
         session.close()
 
@@ -156,7 +157,8 @@ def test_a_program_cannot_leave_the_result_pipe_non_blocking_for_the_next(monkey
     "os.chmod('.', 0o500)",
     "resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (100, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))",
     "os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)",
-    "os.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})",
+    pytest.param("os.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})",
+                 marks=pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to take away")),
 ])
 def test_a_program_that_changes_its_worker_or_folder_ends_the_worker(monkeypatch, tmp_path, change):
     """What a program's process may change in its serving worker as the same user (Landlock does not cover it) or in
@@ -182,7 +184,7 @@ def test_a_two_list_program_s_worker_serves_the_next_in_an_emptied_folder(monkey
     assert after == [server, [], []]
 
 
-def test_a_looping_program_s_process_is_killed_with_its_worker(monkeypatch, tmp_path):
+def test_a_looping_program_s_process_is_gone_after_the_run(monkeypatch, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     loop = "def f(x):\n    while True:\n        pass\n"
     result = Executor(SandboxLimits(), parallel=1).map([Program(loop, "f", calls=[(0,)], time_limits=[0.5])])[0]
@@ -201,3 +203,4 @@ def test_a_program_that_says_the_sandbox_failed_is_judged_not_believed(monkeypat
             "def f(x):\n    return x\n")
     result = Executor(SandboxLimits(), parallel=1).map([Program(liar, "f", calls=[(0,)], time_limits=[5.0])])[0]
     assert (result.status, result.error) == (LOAD_ERROR, "forged")
+

@@ -27,9 +27,6 @@ class _Session:
     def __init__(self, limits, hidden):
         self.process = _Process()
 
-    def greet(self) -> bool:
-        return True
-
     def close(self) -> None:
         _Session.closed.append(self)
 
