@@ -96,8 +96,8 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
         finally:
             if spares is None:
                 session.close()
-            elif not (outcome is not None and outcome[0] == OK and spares.recycle(session)):
-                spares.retire(session)
+            else:
+                spares.done_with(session, ended_well=outcome is not None and outcome[0] == OK)
         kind, next_call, detail = outcome
         if kind == SANDBOX_ERROR:
             sandbox_failures += 1

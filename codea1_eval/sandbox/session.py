@@ -175,10 +175,10 @@ class WorkerSession:
     """One worker process: started here, forked from the level's template where there is one (``forkserver.py``),
     else a fresh interpreter wrapped by the isolation level. It gets its setup at once, confines itself, greets and
     waits for its job until ``begin`` sends one (so a worker can be started ahead, while another runs:
-    ``spares.SpareWorkers``). A forked worker with a cgroup, Landlock and no grants serves jobs (``serving``): each
-    part of a program runs in a process of its own, and ``rearm`` readies it for another program."""
+    ``spares.SpareWorkers``). A forked worker with a cgroup, Landlock and no grants serves jobs (``serving``) where
+    ``serve``: each part of a program runs in a process of its own, and ``rearm`` readies it for another program."""
 
-    def __init__(self, limits: SandboxLimits, hidden: list[Path]):
+    def __init__(self, limits: SandboxLimits, hidden: list[Path], serve: bool = True):
         self.limits = limits
         self.batched = True
         self.greeted = False  # the worker's hello is read already (``greet``)
@@ -223,7 +223,8 @@ class WorkerSession:
             # with scoped signals and abstract sockets (a domain per part process, which can then neither signal the
             # worker nor hand its result pipe to another slot's program) and nothing outside the worker's folder that a
             # program could leave behind for the next (private /tmp, grants).
-            self.serving = (isinstance(self.process, ForkedWorker) and self.cgroup is not None and self.landlock is not None
+            self.serving = (serve and isinstance(self.process, ForkedWorker) and self.cgroup is not None
+                            and self.landlock is not None
                             and self.landlock["abi"] >= SCOPE_ABI and self.tmp_layers is None and not limits.grants)
             if self.serving:
                 self.reader.watch(self.job_writer.fileno())
