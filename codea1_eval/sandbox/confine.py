@@ -93,22 +93,6 @@ def confine(policy):
         os.close(ruleset)
 
 
-def nest(abi):
-    """A Landlock domain inside this process's own, for what it runs next: processes outside it, the parent that
-    forked this one included, are then out of its reach (no ptrace, hence no ``/proc`` access to their descriptors
-    or memory; from ABI 6 no signals or abstract UNIX sockets). It handles only making block devices, which the outer
-    domain already forbids everywhere. OSError if the kernel refuses."""
-    syscall, _, get_errno = libc_calls()
-    attributes = struct.pack("=QQQ", 1 << 11, 0, 0b11 if abi >= 6 else 0)[:8 if abi < 4 else 16 if abi < 6 else 24]
-    ruleset = syscall(444, attributes, len(attributes), 0)
-    if ruleset < 0 or syscall(446, ruleset, 0) < 0:
-        errno = get_errno()
-        if ruleset >= 0:
-            os.close(ruleset)
-        raise OSError(errno, f"landlock nested domain: {os.strerror(errno)}")
-    os.close(ruleset)
-
-
 def apply_limits(limits):
     """Apply rlimits (clipped to the hard limits) inside the worker. CPU time also gets a hard limit one
     second above: SIGXCPU at the soft one can be ignored, the SIGKILL at the hard one cannot (a worker

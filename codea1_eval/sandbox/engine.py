@@ -1,5 +1,4 @@
-"""The execution engine: a worker per candidate at a time (one that serves its slot's next program once this one
-ended well, ``session.WorkerSession.rearm``), many calls per worker, hard deadlines.
+"""The execution engine: one worker process per candidate, many calls per worker, hard deadlines.
 
 The parent never trusts the worker: it enforces every deadline itself, kills the worker's whole
 process tree on expiry, continues with the remaining calls on a fresh worker, and only accepts
@@ -24,10 +23,11 @@ from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
-from codea1_eval.sandbox.session import STARTUP_TIMEOUT_S, FrameReader, WorkerSession
+from codea1_eval.sandbox.session import FrameReader, WorkerSession
 from codea1_eval.sandbox.spares import SpareWorkers
 from codea1_eval.sandbox.values import PLAIN_JSON, ProtocolViolation, decode
 
+STARTUP_TIMEOUT_S = 60.0
 SANDBOX_RETRIES = 2
 LOST = "lost"
 """A worker that sends results in batches died in a call after results it had not sent yet: that call keeps its
@@ -40,7 +40,7 @@ says about where it is cannot stretch one)."""
 
 def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
     """``result`` itself, unless the sandbox could not run the program (its worker never started, after
-    the engine's retries): then SandboxError naming the cause; never scored."""
+    the engine's retries): then SandboxError naming the cause. Never a candidate's crash, never scored."""
     if result.status == SANDBOX_ERROR:
         raise SandboxError(f"the sandbox cannot run programs at the '{isolation}' isolation level: {result.error}")
     return result
@@ -54,8 +54,7 @@ def _fill(results: list, start: int, status: str, error: str, stop: int | None =
 
 def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
                 hidden: Sequence[Path] = (), spares: SpareWorkers | None = None) -> ExecResult:
-    """Execute ``program`` in sandboxed worker(s) that ran no other program's code, or served one that left nothing
-    behind (``spares``, where given, hands them out and takes back those that can serve again); never raises for
+    """Execute ``program`` in fresh sandboxed worker(s), taken from ``spares`` where given; never raises for
     anything the code does."""
     began = time.monotonic()
     deadlines = Deadlines(program, began)
@@ -87,17 +86,16 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             time.sleep(0.1 * sandbox_failures)
             continue
         workers += 1
-        outcome = None
         try:
             if session.begin(program, next_call, stop, batched):
                 outcome = _drive(session, program, limits, next_call, stop, results, deadlines)
             else:
                 outcome = SANDBOX_ERROR, next_call, session.startup_error()  # it died before its job came
         finally:
-            if spares is None:
-                session.close()
+            if spares is not None:
+                spares.retire(session)
             else:
-                spares.done_with(session, ended_well=outcome is not None and outcome[0] == OK)
+                session.close()
         kind, next_call, detail = outcome
         if kind == SANDBOX_ERROR:
             sandbox_failures += 1
@@ -145,24 +143,23 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
     that it had not sent yet (LOST: a later call's CRASH is stored)."""
     reader = session.reader
-    if not session.greeted:  # a serving worker greets once, before its first job (``rearm``)
-        frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
-        if frame == TOTAL_TIMEOUT:
-            return TOTAL_TIMEOUT, start, None
-        if isinstance(frame, Exception):
-            return SANDBOX_ERROR, start, f"worker did not greet: {frame}"
-        if frame is None or frame.get("k") != "hello":
-            return SANDBOX_ERROR, start, session.startup_error()
+    frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
+    if frame == TOTAL_TIMEOUT:
+        return TOTAL_TIMEOUT, start, None
+    if isinstance(frame, Exception):
+        return SANDBOX_ERROR, start, f"worker did not greet: {frame}"
+    if frame is None or frame.get("k") != "hello":
+        return SANDBOX_ERROR, start, session.startup_error()
 
-    loaded = _load_phase(session, limits, deadlines.at(start), start, trusted=not session.serving)
+    loaded = _load_phase(reader, limits, deadlines.at(start), start, trusted=True)
     if loaded is not None:
         return loaded
     split = program.fresh_process_at
-    reload_at = split if split is not None and start < split < stop else None  # a new process loads it there
+    reload_at = split if split is not None and start < split < stop else None  # the worker forked there
     index = start
     while index < stop:
-        if index == reload_at:  # the calls before it ran in a process of their own; the next process loads the program
-            loaded = _load_phase(session, limits, deadlines.at(index), index, trusted=False)
+        if index == reload_at:  # the child ran the calls before it; the worker itself now loads the program
+            loaded = _load_phase(reader, limits, deadlines.at(index), index, trusted=False)
             if loaded is not None:
                 return loaded
         end = reload_at if reload_at is not None and index < reload_at else stop  # the calls of this process
@@ -185,27 +182,23 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     return OK, index, None
 
 
-def _load_phase(session: WorkerSession, limits: SandboxLimits, deadline: float, index: int,
+def _load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, index: int,
                 trusted: bool) -> tuple[str, int, str | None] | None:
     """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
-    else the outcome. ``trusted``: no candidate code can have written on the result pipe yet, so a load frame that
-    says the sandbox failed (no fork) is the sandbox's failure, retried; otherwise one is the candidate's word (a load
-    error), unless a serving worker said so where no program's process can write (``sandbox_failure``)."""
-    frame = _phase_frame(session.reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
+    else the outcome. ``trusted``: no candidate code has run in the worker yet, so a load frame that says the sandbox
+    failed (no fork) is the sandbox's failure, retried; after that, one is the candidate's word (a load error)."""
+    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, index, None
     if isinstance(frame, TimeoutError):
         return LOAD_TIMEOUT, index, "program load timed out"
     if isinstance(frame, ProtocolViolation):
         return LOAD_CRASH, index, f"protocol violation while loading: {frame}"
-    said_sandbox = frame is not None and frame.get("k") == "load" and frame.get("s") == "sandbox"
-    if trusted and said_sandbox:
-        return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
-    if (frame is None or said_sandbox) and (failure := session.sandbox_failure()) is not None:
-        return SANDBOX_ERROR, index, f"worker could not fork: {failure}"
     if frame is None:
         return LOAD_CRASH, index, "worker exited while loading the program"
     if frame.get("k") == "load":
+        if trusted and frame.get("s") == "sandbox":
+            return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
         kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
         return kind, index, str(frame.get("e"))[:500]
     if frame.get("k") != "ready":
@@ -345,7 +338,7 @@ def default_parallelism() -> int:
 
 
 class Executor:
-    """A bounded pool that runs programs concurrently, each in processes of its own."""
+    """A bounded pool that runs programs concurrently, each in its own worker process(es)."""
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), parallel: int | None = None,
                  hidden: Sequence[Path] = ()):

@@ -5,7 +5,7 @@ from a warm parent instead. A template (``worker.py --serve``, started once per 
 isolation level) has the worker's code and common standard-library modules imported and forks one
 worker per request. A forked worker then does exactly what a fresh one does: its own session, folder,
 environment, pipes, rlimits, cgroup and Landlock domain, all before it reads any candidate code. It
-inherits nothing a candidate could use: jobs go from the harness straight to the worker's own socket, never
+inherits nothing a candidate could use: jobs go from the harness straight to the worker's own pipe, never
 through the template; the template holds no data, runs no candidate code, and its control socket is
 closed in the worker before anything else. The harness owns each worker through a pidfd, and the
 template reaps a worker only once the harness has released it (after the kill), so no signal of the
@@ -35,7 +35,6 @@ from pathlib import Path
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox.landlock import DEVICES, kernel_abi, readable_folders
-from codea1_eval.sandbox.process_traits import process_traits
 
 SWITCH = "CODEA1_FORKSERVER"
 """Environment switch: ``auto`` (the default: fork workers from a template where the level allows it) or
@@ -110,13 +109,9 @@ class Template:
         self.control = ours
         self.lock = threading.Lock()
         self.broken = False
-        self.traits = process_traits(self.process.pid)  # what a candidate could change in it (as this user)
 
     def alive(self) -> bool:
-        """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
-        can change them, as the same user; every worker forked from it would inherit them)."""
-        return (not self.broken and self.process.poll() is None and self.traits is not None
-                and process_traits(self.process.pid) == self.traits)
+        return not self.broken and self.process.poll() is None
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
         """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which

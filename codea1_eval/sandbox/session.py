@@ -1,5 +1,4 @@
-"""One worker process: started isolated with a scrubbed environment, read frame by frame, killed with its tree, or
-(a serving worker) readied for its slot's next program (``WorkerSession.rearm``)."""
+"""One worker process: started isolated with a scrubbed environment, read frame by frame, killed with its tree."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import pickle
 import select
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -24,17 +22,11 @@ from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, ForkedWorker, Template, scrubbed_env, template_for
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
-from codea1_eval.sandbox.landlock import SCOPE_ABI, worker_policy
-from codea1_eval.sandbox.process_traits import process_traits
+from codea1_eval.sandbox.landlock import worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
-STARTUP_TIMEOUT_S = 60.0
-REARM_TIMEOUT_S = 0.5
-"""How long a serving worker may take to say it has served a job after the job's last result (its part processes
-exit: a few milliseconds); one that takes longer serves no more jobs."""
-SERVED, SANDBOX_FAILED = b"s", b"f"  # worker.SERVED, worker.SANDBOX_FAILED
 PROGRESS_BYTES = 8
 _FRAME_SIZE = struct.Struct(">I")
 
@@ -80,12 +72,11 @@ def kill_tree(process: subprocess.Popen | ForkedWorker, cgroup: PidsCgroup | Non
 
 
 class FrameReader:
-    """Reads length-prefixed frames from a worker's result pipe with a deadline. Frames that arrived together are parsed
+    """Reads length-prefixed frames from a pipe with a deadline. Frames that arrived together are parsed
     from one buffer by offset; consumed bytes are dropped only before the next read."""
 
     def __init__(self, fd: int):
         self.fd = fd
-        self.watched = [fd]  # and a serving worker's job socket: readable once its job's processes are gone (``watch``)
         self.buffer = bytearray()
         self.offset = 0
         self.closed = False
@@ -115,30 +106,15 @@ class FrameReader:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select(self.watched, [], [], remaining)
+            ready, _, _ = select.select([self.fd], [], [], remaining)
             if not ready:
                 raise TimeoutError
-            if self.fd not in ready:  # every process that could still write has exited: as EOF
-                self.closed = True
-                continue
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 self.closed = True
             del self.buffer[:self.offset]  # cheap: a bytearray drops its head without copying the rest
             self.offset = 0
             self.buffer += chunk
-
-    def watch(self, ended_fd: int) -> None:
-        """Take ``ended_fd`` turning readable, with nothing left on the pipe, as EOF: a serving worker's job socket, on
-        which it writes once its job's part processes have exited (or it cannot fork one), and which turns readable as
-        it dies. So a program that put /dev/null over its end of the pipe is taken for dead once its process ends, as
-        it would be without the worker's end held open. (A process the part left behind may still hold the pipe; it
-        keeps the worker from serving again: ``rearm``.)"""
-        self.watched = [self.fd, ended_fd]
-
-    def unread(self) -> bool:
-        """Whether any byte is left: a frame not taken yet, or anything on the pipe (its EOF included)."""
-        return bool(self.batch) or len(self.buffer) > self.offset or bool(select.select([self.fd], [], [], 0)[0])
 
 
 class Progress:
@@ -163,9 +139,6 @@ class Progress:
     def call(self) -> int:
         return self.LAYOUT.unpack_from(self.page, 0)[0]
 
-    def reset(self) -> None:
-        self.LAYOUT.pack_into(self.page, 0, -1)
-
     def close(self) -> None:
         self.page.close()
         os.close(self.fd)
@@ -175,14 +148,11 @@ class WorkerSession:
     """One worker process: started here, forked from the level's template where there is one (``forkserver.py``),
     else a fresh interpreter wrapped by the isolation level. It gets its setup at once, confines itself, greets and
     waits for its job until ``begin`` sends one (so a worker can be started ahead, while another runs:
-    ``spares.SpareWorkers``). A forked worker with a cgroup, Landlock and no grants serves jobs (``serving``) where
-    ``serve``: each part of a program runs in a process of its own, and ``rearm`` readies it for another program."""
+    ``spares.SpareWorkers``)."""
 
-    def __init__(self, limits: SandboxLimits, hidden: list[Path], serve: bool = True):
+    def __init__(self, limits: SandboxLimits, hidden: list[Path]):
         self.limits = limits
         self.batched = True
-        self.greeted = False  # the worker's hello is read already (``greet``)
-        self.traits = None  # a serving worker's, as it greeted (``greet``)
         self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
         self.tmp_layers = self.progress = self.stderr = None
         try:
@@ -219,17 +189,8 @@ class WorkerSession:
                 except OSError:
                     self.cgroup.kill_all()
                     self.cgroup = None
-            # Serving jobs one after another needs the cgroup (``rearm`` checks nothing else is left in it), Landlock
-            # with scoped signals and abstract sockets (a domain per part process, which can then neither signal the
-            # worker nor hand its result pipe to another slot's program) and nothing outside the worker's folder that a
-            # program could leave behind for the next (private /tmp, grants).
-            self.serving = (serve and isinstance(self.process, ForkedWorker) and self.cgroup is not None
-                            and self.landlock is not None
-                            and self.landlock["abi"] >= SCOPE_ABI and self.tmp_layers is None and not limits.grants)
-            if self.serving:
-                self.reader.watch(self.job_writer.fileno())
             self._send({"landlock": self.landlock, "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
-                        "limits": limits.rlimits(), "serve_jobs": self.serving})
+                        "limits": limits.rlimits()})
         except BaseException:  # interrupted with a worker started: kill it and leave nothing behind
             self.close()
             raise
@@ -257,8 +218,6 @@ class WorkerSession:
         sent in batches where ``batched``. False where the worker died before its job (a spare the OOM killer
         took, say): the sandbox's failure, not the program's."""
         self.batched = batched
-        if self.serving and not self.greeted and not self.greet():  # its traits are noted before its first job
-            return False
         remaining_limits = list(program.time_limits[start:]) or [0.0]
         cpu_budget = self.limits.load_time_limit + sum(remaining_limits) + 5
         return self._send({
@@ -270,54 +229,7 @@ class WorkerSession:
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
             "fresh_at": program.fresh_process_at, "guard": program.reliability_guard,
             "evalplus_alarm": program.evalplus_alarm,
-        }, last=not self.serving)
-
-    def greet(self) -> bool:
-        """Wait for a serving worker's hello (``begin`` does, before its first job), and note what its jobs' processes
-        could change in it and must leave unchanged (``process_traits``, its folder's mode and owner): False where it
-        does not greet."""
-        try:
-            frame = self.reader.next_frame(time.monotonic() + STARTUP_TIMEOUT_S)
-        except (TimeoutError, ProtocolViolation):
-            return False
-        if frame is None or frame.get("k") != "hello":
-            return False
-        self.traits = self._traits()
-        self.greeted = True
-        return True
-
-    def _traits(self) -> tuple:
-        folder = os.stat(self.workdir)
-        return process_traits(self.process.pid), folder.st_mode, folder.st_uid, folder.st_gid
-
-    def rearm(self) -> bool:
-        """Ready a serving worker whose job ended well for another job: True once it has said the job's part processes
-        have all exited (on its job socket, which they closed before any candidate code ran and, each in a Landlock
-        domain of its own, cannot reach again), no other process is left in its cgroup (so nothing else can write
-        now), no byte is left unread from it, what they could change in it is as it was when it greeted, and its
-        folder is empty again. False otherwise (also where it did not greet here): it serves no more jobs."""
-        jobs = self.job_writer.fileno()
-        if self.traits is None or not (select.select([jobs], [], [], REARM_TIMEOUT_S)[0] and os.read(jobs, 1) == SERVED):
-            return False
-        if self.cgroup.members() != [self.process.pid]:
-            return False
-        if self.reader.unread() or self.traits[0] is None or self._traits() != self.traits or not _emptied(self.workdir):
-            return False
-        self.progress.reset()
-        return True
-
-    def sandbox_failure(self) -> str | None:
-        """Why a serving worker could not start a job's first part (it says so on its job socket, where no program's
-        process can write, before the load frame that says so on the result pipe, which may be a program's own);
-        None where it did not say so."""
-        if not self.serving:
-            return None
-        try:
-            with socket.fromfd(self.job_writer.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as jobs:
-                said = jobs.recv(1024, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except OSError:
-            return None
-        return said[1:].decode(errors="replace") if said[:1] == SANDBOX_FAILED else None
+        }, last=True)
 
     def _start_fresh(self, isolation: str, hidden: list[Path], write_fd: int):
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), str(write_fd)]
@@ -330,15 +242,15 @@ class WorkerSession:
         return self.process.stdin
 
     def _start_forked(self, template: Template, write_fd: int):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # jobs one way, "served" the other
+        job_read, job_write = os.pipe()
         try:
-            self.process = template.fork(self.workdir, theirs.fileno(), write_fd, self.stderr.fileno(), self.progress.fd)
+            self.process = template.fork(self.workdir, job_read, write_fd, self.stderr.fileno(), self.progress.fd)
         except BaseException:
-            ours.close()
+            os.close(job_write)
             raise
         finally:
-            theirs.close()
-        return os.fdopen(ours.detach(), "wb")
+            os.close(job_read)
+        return os.fdopen(job_write, "wb")
 
     def call_in_progress(self, first: int, stop: int) -> int:
         """The call a batching worker said it is in (``Progress``), if that is one from ``first`` to ``stop - 1``;
@@ -371,26 +283,3 @@ class WorkerSession:
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.tmp_layers is not None:
             private_tmp.remove_layers(self.tmp_layers)
-
-
-def _emptied(folder: Path) -> bool:
-    """Remove everything in ``folder``; whether it is empty now. Mostly it holds one empty folder (a part's), which
-    ``rmdir`` removes in a few microseconds, where ``shutil.rmtree`` takes most of a millisecond."""
-    names = os.listdir(folder)
-    for name in names:
-        path = os.path.join(folder, name)
-        try:
-            os.rmdir(path)
-            continue
-        except OSError:
-            pass
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        if os.path.lexists(path):
-            return False
-    return True

@@ -6,8 +6,7 @@ slot ran nothing, and many programs take about 10 ms. A spare is a worker that h
 itself and waits, holding no job, until ``WorkerSession.begin`` sends it one; a background thread keeps
 ``SPARES_PER_SLOT`` ready per slot, so starting them costs the same CPU at a moment the slots are busy anyway.
 The same thread cleans up after a worker the engine is done with (reaping it, its cgroup and files: about
-1 ms), once ``retire`` has killed it and its process group. A serving worker whose program ended well comes
-back instead (``recycle``) and is handed out next, before any spare.
+1 ms), once ``retire`` has killed it and its process group.
 """
 
 from __future__ import annotations
@@ -20,13 +19,6 @@ from pathlib import Path
 from codea1_eval.sandbox.records import SandboxLimits
 from codea1_eval.sandbox.session import WorkerSession
 
-SERVE_ABOVE = 0.5
-"""Spares are started as serving workers while more than this share of recent worker uses ended well (an EWMA,
-``ENDED_WELL_WEIGHT`` per use): a serving worker saves the next program a worker's start only where the program before
-ended well; otherwise (a fail-fast jump, a timeout) it is killed as any worker is, and a program's first part costs it
-a fork more. On HumanEval+'s canonical solutions every use ends well; on 1,000 mostly failing samples 4% did, and
-serving workers alone made that run 6% slower."""
-ENDED_WELL_WEIGHT = 0.1
 SPARES_PER_SLOT = 2
 """Spares kept ready for each slot. With one, a slot still waited for its next worker 26 times in 165 programs of
 HumanEval+'s canonical solutions (180 ms in all, on 2 cores: the thread also cleans up behind, and competes for
@@ -36,8 +28,8 @@ runs each)."""
 
 class SpareWorkers:
     """Spare workers for the programs of one ``Executor.map_unordered`` call: at most ``SPARES_PER_SLOT`` per
-    slot, none started once they match the programs still waiting for their first worker, handed out recycled first,
-    then oldest first; ``close`` kills the ones nobody took and finishes every cleanup."""
+    slot, never more than the programs still waiting for their first worker, handed out oldest first; ``close``
+    kills the ones nobody took and finishes every cleanup."""
 
     def __init__(self, limits: SandboxLimits, hidden: list[Path], programs: int, slots: int):
         self.limits = limits
@@ -48,7 +40,6 @@ class SpareWorkers:
         self.retired: list[WorkerSession] = []
         self.starting = False  # the background thread is starting a spare
         self.making = True  # False once a spare could not start: programs then start their own workers
-        self.ended_well = 1.0  # the recent share of worker uses that ended well (``done_with``)
         self.changed = threading.Condition()
         self.closed = False
         self.thread = threading.Thread(target=self._keep_ready, name="codea1-spare-workers", daemon=True)
@@ -64,31 +55,7 @@ class SpareWorkers:
                 self.changed.wait()
             spare = self.ready.pop(0) if self.ready else None
             self.changed.notify_all()
-        return spare if spare is not None else self._new_worker()
-
-    def _new_worker(self) -> WorkerSession:
-        return WorkerSession(self.limits, self.hidden, serve=self.ended_well > SERVE_ABOVE)
-
-    def done_with(self, session: WorkerSession, ended_well: bool) -> None:
-        """A program is done with ``session``: ``recycle`` it where its use ``ended_well``, else ``retire`` it."""
-        self.ended_well += ENDED_WELL_WEIGHT * (ended_well - self.ended_well)
-        if not (ended_well and self.recycle(session)):
-            self.retire(session)
-
-    def recycle(self, session: WorkerSession) -> bool:
-        """Take back a worker whose job ended well, where it serves jobs and is ready for another
-        (``WorkerSession.rearm``): it is handed out next. False where it is not (then ``retire`` it)."""
-        try:
-            if not session.serving or self.closed or not session.rearm():
-                return False
-        except Exception:  # a folder it cannot list, say: then it serves no more
-            return False
-        with self.changed:
-            if self.closed:
-                return False
-            self.ready.insert(0, session)
-            self.changed.notify_all()
-        return True
+        return spare if spare is not None else WorkerSession(self.limits, self.hidden)
 
     def retire(self, session: WorkerSession) -> None:
         """Kill a worker the engine is done with, and its process group, now; the rest of its cleanup (its cgroup,
@@ -98,12 +65,6 @@ class SpareWorkers:
             os.killpg(session.process.pid, signal.SIGKILL)  # it leads its own session; not reaped yet, so still its
         except OSError:
             pass
-        if session.serving:  # its parts' processes lead sessions of their own: the cgroup has them
-            for pid in session.cgroup.members():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
         with self.changed:
             if not self.closed:
                 self.retired.append(session)
@@ -132,7 +93,7 @@ class SpareWorkers:
     def _start_one(self) -> None:
         spare = None
         try:
-            spare = self._new_worker()
+            spare = WorkerSession(self.limits, self.hidden)
         except Exception:
             self.making = False
         finally:

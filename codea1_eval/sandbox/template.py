@@ -2,7 +2,7 @@
 
 Loaded by ``worker.py --serve CONTROL_FD PATHS`` (see ``forkserver.py`` for the harness's side), so, like the
 worker, it imports only the standard library. It never runs candidate code and never sees a job: the
-harness sends each job straight to the forked worker's own socket.
+harness sends each job straight to the forked worker's own pipe.
 """
 
 import gc
@@ -55,7 +55,7 @@ _exit = os._exit  # bound now: candidate code in a forked worker could replace o
 
 def serve(worker, control_fd, preopened_paths):
     """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone): ``F`` + a folder
-    with four file descriptors (job socket, result pipe, stderr, progress page) forks a worker running ``worker.main``
+    with four file descriptors (job pipe, result pipe, stderr, progress page) forks a worker running ``worker.main``
     there and replies with its pid, or -errno; ``R`` + a pid releases a worker (no reply). Released
     workers are reaped here (so their CPU time counts among the template's children's)."""
     warm_up(worker, preopened_paths)

@@ -1,21 +1,18 @@
-"""Sandbox worker: runs an untrusted candidate program and evaluates many calls on it (a serving worker: each part of
-each of its slot's programs, in a process of its own).
+"""Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
 
 A script that imports only the standard library (so it works inside bubblewrap and never imports the harness):
 ``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
 
-Protocol. The parent writes pickles (parent -> child data is trusted) to stdin or a forked worker's job socket: the
-setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}, "serve_jobs":
-bool}`` (``confine.py``, ``private_tmp.py``, ``session.Progress``; a worker that serves jobs runs each part of each in
-a process of its own and writes ``SERVED`` on the socket once a job's parts have exited, or ``SANDBOX_FAILED`` where
-it cannot fork: ``input_lists.serve_jobs``), then a job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
+Protocol. The parent writes two pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the
+setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
+``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
 str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
 "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}`` (calls ``start`` to ``stop - 1``;
 those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
 evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child answers on RESULT_FD with
 length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
-"hello"}`` (once, before the first job), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (again from the
-next part's process, where a job has two), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
+"hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's own process
+once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
 nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
 "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call
@@ -38,8 +35,6 @@ JSON_INT_BOUND = 1 << MAX_INT_BITS_AS_JSON
 """Ints strictly between -JSON_INT_BOUND and JSON_INT_BOUND (bit_length <= 53) travel as JSON numbers."""
 JSON_WORDS = {None: "null", True: "true", False: "false"}
 ENCODE_NODE_BUDGET = 200_000
-SERVED, SANDBOX_FAILED = b"s", b"f"  # a serving worker's words on its job socket: a job's parts all exited; no fork
-_exit = os._exit  # bound now: candidate code may replace os._exit
 EVALPLUS_FRAMES_LEFT = 967
 """Python frames a candidate's call can stack on its own in evalplus 0.3.1's process: CPython 3.11's recursion limit
 (1000, which it keeps) less what evalplus' own path to the call holds (measured with ``python -m evalplus.evaluate``:
@@ -273,16 +268,9 @@ def sibling(name):
     return module
 
 
-def _next_job(stream):
-    try:
-        return pickle.load(stream)
-    except EOFError:
-        os._exit(0)  # the harness is done with this worker
-
-
 def main(result_fd, stream, progress_fd=None):
     """Read the setup from ``stream`` and confine this worker as it says, greet the parent on ``result_fd``, then read
-    the job (a serving worker: each job, ``input_lists.serve_jobs``) and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
+    the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
     fresh worker inherits the harness's, numbered in the setup). A spare worker waits for its job confined."""
     setup = pickle.load(stream)
     channel = Channel(result_fd)
@@ -302,28 +290,20 @@ def main(result_fd, stream, progress_fd=None):
     sys.set_int_max_str_digits(0)
     channel.send({"k": "hello"})
     job = pickle.load(stream)
-    try:
-        if setup["serve_jobs"]:  # this process runs none of them: each part of each job runs in a child
-            job, first, end = lists.serve_jobs(job, lambda: _next_job(stream), lambda: os.write(stream.fileno(), SERVED),
-                                               stream.close, lambda: lists.enter_part(result_fd, confining.nest, setup["landlock"]))
-            in_part = True
-        else:
-            stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
-            first, end, in_part = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
-    except OSError as exc:  # no fork or folder, before any candidate code ran in this process
-        if setup["serve_jobs"] and not getattr(exc, "after_candidate_code", False):  # the harness trusts only this word
-            os.write(stream.fileno(), SANDBOX_FAILED + _describe(exc).encode()[:500])
-        channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
-        return
+    stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
     confining.apply_limits(job["limits"])
     alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
+    try:
+        first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+    except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
+        channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
+        return
     if job["guard"]:  # as in evalplus' process: its recursion depth and Python's int-to-str limit, its guard
         sys.setrecursionlimit(EVALPLUS_FRAMES_LEFT + _depth_here() + 1)  # the call is made from here
         sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
-        if not setup["serve_jobs"]:  # a serving worker guarded this process as it forked it
-            lists.reliability_guard()
+        lists.reliability_guard()
     # The candidate runs as module __main__, in sys.modules: pickling its functions works, as in a script (BigCodeBench)
     candidate = type(sys)("__main__")
     candidate.__builtins__ = __builtins__
@@ -387,8 +367,9 @@ def main(result_fd, stream, progress_fd=None):
                          "ns": frame.get("ns", 0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
-    if in_part:  # a process of its own for these calls: its parent goes on once it ends so
-        _exit(lists.PART_DONE)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
+    if done is not None:  # the child that ran the calls before ``fresh_at``
+        os.write(done, lists.DONE)
+        os._exit(0)  # as a multiprocessing.Process ends (evalplus'): no exit handlers of the candidate's
 
 
 if __name__ == "__main__":

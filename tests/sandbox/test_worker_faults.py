@@ -22,18 +22,13 @@ SLOW_ECHO = ("import os, time\nopen('started-{tag}', 'w').close()\n"
              "def f(x):\n    time.sleep(1.5)\n    return x\n")
 
 
-def _runs_the_worker_script(process: psutil.Process) -> bool:
-    return str(WORKER_SCRIPT) in " ".join(process.cmdline())
-
-
 def _worker_of(tag: str) -> psutil.Process | None:
-    """The process running the program tagged ``tag``: a worker with no worker process under it (a serving worker's
-    part process, not the serving worker)."""
     for process in psutil.process_iter():
         try:
-            if (_runs_the_worker_script(process) and f"started-{tag}" in psutil.os.listdir(process.cwd())
-                    and not any(_runs_the_worker_script(child) for child in process.children())):
-                return process
+            if str(WORKER_SCRIPT) in " ".join(process.cmdline()):
+                cwd = process.cwd()
+                if any(name == f"started-{tag}" for name in psutil.os.listdir(cwd)):
+                    return process
         except (psutil.Error, OSError):
             continue
     return None

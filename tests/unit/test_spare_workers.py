@@ -20,17 +20,11 @@ class _Process:
         pass
 
 
-class _Cgroup:
-    def members(self) -> list[int]:
-        return []
-
-
 class _Session:
     closed: list["_Session"] = []
 
-    def __init__(self, limits, hidden, serve=True):
+    def __init__(self, limits, hidden):
         self.process = _Process()
-        self.serving, self.cgroup = serve, _Cgroup()
 
     def close(self) -> None:
         _Session.closed.append(self)
@@ -64,7 +58,7 @@ def _within(seconds: float, action):
 
 def test_a_spare_that_cannot_start_leaves_each_program_its_own_error(monkeypatch):
     class Refused(_Session):
-        def __init__(self, limits, hidden, serve=True):
+        def __init__(self, limits, hidden):
             raise ValueError("unknown grants: ['gpu']")
 
     monkeypatch.setattr(spares_module, "WorkerSession", Refused)
@@ -82,11 +76,11 @@ def test_after_a_spare_failed_to_start_retired_workers_are_still_cleaned_up(monk
     calls = []
 
     class FailsOnce(_Session):
-        def __init__(self, limits, hidden, serve=True):
+        def __init__(self, limits, hidden):
             calls.append(1)
             if len(calls) == 1:
                 raise OSError("the template stopped answering")
-            super().__init__(limits, hidden, serve)
+            super().__init__(limits, hidden)
 
     monkeypatch.setattr(spares_module, "WorkerSession", FailsOnce)
     _Session.closed = []
@@ -106,8 +100,8 @@ def started(monkeypatch) -> list[_Session]:
     sessions: list[_Session] = []
 
     class Counted(_Session):
-        def __init__(self, limits, hidden, serve=True):
-            super().__init__(limits, hidden, serve)
+        def __init__(self, limits, hidden):
+            super().__init__(limits, hidden)
             sessions.append(self)
 
     monkeypatch.setattr(spares_module, "WorkerSession", Counted)
@@ -133,30 +127,5 @@ def test_no_more_spares_than_programs_still_waiting(started):
         assert _until(lambda: len(spares.ready) == 3)
         time.sleep(0.05)
         assert len(started) == 3
-    finally:
-        _within(5.0, spares.close)
-
-
-def test_spares_serve_jobs_while_most_uses_end_well_and_stop_after_a_run_of_failures(started, monkeypatch):
-    """A use that ends badly retires the worker (it is never recycled); after enough of them in a row (the share of
-    uses that ended well drops from 1 to 0.9**7 = 0.48 <= SERVE_ABOVE), new spares are classic workers, and after
-    uses that end well again, serving ones."""
-    monkeypatch.setattr(SpareWorkers, "recycle", lambda self, session: False)
-    spares = SpareWorkers(SandboxLimits(), [], programs=100, slots=1)
-    try:
-        assert _until(lambda: len(started) == 2) and [s.serving for s in started] == [True, True]
-        for _ in range(7):
-            spares.done_with(_within(5.0, lambda: spares.take(first=True)), ended_well=False)
-        assert abs(spares.ended_well - 0.9 ** 7) < 1e-9
-        assert _until(lambda: len(spares.ready) == 2)  # the thread is idle again
-        count = len(started)  # spares started from now on are classic workers
-        spares.done_with(_within(5.0, lambda: spares.take(first=True)), ended_well=False)
-        assert _until(lambda: len(started) > count) and started[count].serving is False
-        for _ in range(7):
-            spares.done_with(_within(5.0, lambda: spares.take(first=True)), ended_well=True)
-        assert _until(lambda: len(spares.ready) == 2)
-        count = len(started)
-        spares.done_with(_within(5.0, lambda: spares.take(first=True)), ended_well=True)
-        assert _until(lambda: len(started) > count) and started[count].serving is True
     finally:
         _within(5.0, spares.close)
