@@ -10,7 +10,8 @@ through the template; the template holds no data, runs no candidate code, and it
 closed in the worker before anything else. The harness owns each worker through a pidfd, and the
 template reaps a worker only once the harness has released it (after the kill), so no signal of the
 harness's can reach a reused pid or process group. A template that died (or that a candidate killed,
-where Landlock's signal scoping is missing) is replaced on the next request. Workers share their
+where Landlock's signal scoping is missing), or whose limits, priority or affinity a candidate changed
+(``process_traits``), is replaced on the next request. Workers share their
 template's string-hash seed, as evalplus' forked workers share their parent's (``-I`` ignores
 ``PYTHONHASHSEED``, so fresh workers each drew their own).
 
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox.landlock import DEVICES, kernel_abi, readable_folders
+from codea1_eval.sandbox.process_traits import process_traits
 
 SWITCH = "CODEA1_FORKSERVER"
 """Environment switch: ``auto`` (the default: fork workers from a template where the level allows it) or
@@ -109,9 +111,13 @@ class Template:
         self.control = ours
         self.lock = threading.Lock()
         self.broken = False
+        self.traits = process_traits(self.process.pid)  # what a candidate's process could change in it (``alive``)
 
     def alive(self) -> bool:
-        return not self.broken and self.process.poll() is None
+        """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
+        can change them, as the same user; every worker forked from it later would inherit them)."""
+        return (not self.broken and self.process.poll() is None and self.traits is not None
+                and process_traits(self.process.pid) == self.traits)
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
         """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which

@@ -77,6 +77,34 @@ def test_the_template_is_forked_from_and_replaced_when_it_dies(monkeypatch, tmp_
     assert second.calls[0].value in template_pids()
 
 
+PROCESS_TRAITS = ("import os, resource\n"
+                  "def traits():\n"
+                  "    return [os.getppid(), os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),\n"
+                  "            resource.getrlimit(resource.RLIMIT_NOFILE)[1]]\n")
+
+
+@pytest.mark.parametrize("change", [
+    "os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)",
+    "resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (100, 100))",
+    pytest.param("os.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})",
+                 marks=pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to take away")),
+])
+def test_a_template_a_candidate_changed_is_replaced_before_the_next_fork(monkeypatch, tmp_path, change):
+    """Landlock does not cover prlimit, setpriority or sched_setaffinity: a candidate's process can lower its template's
+    limits, priority or CPU affinity, which every worker forked from it later would inherit. The template is
+    replaced instead: the next program's worker has what the first one had."""
+    monkeypatch.setenv(SWITCH, "auto")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    probe = Program(PROCESS_TRAITS, "traits", calls=[()], time_limits=[5.0])
+    before = run_program(probe, SandboxLimits()).calls[0].value
+    changer = f"import os, resource\ndef change():\n    {change}\n    return os.getppid()\n"
+    changed = run_program(Program(changer, "change", calls=[()], time_limits=[5.0]), SandboxLimits())
+    assert changed.calls[0].status == RETURNED and changed.calls[0].value == before[0]  # it reached the template
+    after = run_program(probe, SandboxLimits()).calls[0].value
+    assert after[0] != before[0] and after[0] in template_pids()  # a new template
+    assert after[1:] == before[1:]
+
+
 def test_a_candidate_that_kills_its_template_costs_nothing(monkeypatch, tmp_path):
     """With Landlock's signal scoping the kill is refused; without it the template dies and is replaced."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
