@@ -186,8 +186,14 @@ def _load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, i
                 trusted: bool) -> tuple[str, int, str | None] | None:
     """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
     else the outcome. ``trusted``: no candidate code has run in the worker yet, so a load frame that says the sandbox
-    failed (no fork) is the sandbox's failure, retried; after that, one is the candidate's word (a load error)."""
-    frame = _phase_frame(reader, time.monotonic() + limits.load_time_limit + limits.grace_s, deadline)
+    failed (no fork) before the worker's ``loading`` frame is the sandbox's failure, retried; any later one, or one
+    after a child of the worker ran candidate code, is the candidate's word (a load error)."""
+    load_deadline = time.monotonic() + limits.load_time_limit + limits.grace_s
+    frame = _phase_frame(reader, load_deadline, deadline)
+    if isinstance(frame, dict) and frame.get("k") == "load" and frame.get("s") == "sandbox" and trusted:
+        return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
+    if isinstance(frame, dict) and frame.get("k") == "loading":
+        frame = _phase_frame(reader, load_deadline, deadline)
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, index, None
     if isinstance(frame, TimeoutError):
@@ -197,8 +203,6 @@ def _load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, i
     if frame is None:
         return LOAD_CRASH, index, "worker exited while loading the program"
     if frame.get("k") == "load":
-        if trusted and frame.get("s") == "sandbox":
-            return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
         kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
         return kind, index, str(frame.get("e"))[:500]
     if frame.get("k") != "ready":

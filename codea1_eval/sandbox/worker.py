@@ -11,8 +11,10 @@ str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}
 those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
 evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child answers on RESULT_FD with
 length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
-"hello"}``, ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second one from the worker's own process
-once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
+"hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to run (or instead a ``{"k": "load", "s":
+"sandbox"}`` where the worker could not fork: no candidate code ran before either, so the parent trusts them), ``{"k":
+"ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair from the worker's own process once the child is
+done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
 nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
 "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call
@@ -309,6 +311,7 @@ def main(result_fd, stream, progress_fd=None):
     candidate.__builtins__ = __builtins__
     sys.modules["__main__"] = candidate
     namespace = candidate.__dict__
+    channel.send({"k": "loading"})  # the candidate's code runs from here: any frame before this one is the worker's
     try:
         alarm.start(job["load_time_limit"])
         try:

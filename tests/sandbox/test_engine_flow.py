@@ -313,6 +313,28 @@ def test_a_load_error_of_the_second_list_fails_that_list_only():
     assert result.calls[0].value == 0 and result.status == "load_error" and result.error == "ValueError: again"
 
 
+FORGES_A_FORK_FAILURE_IN_THE_BASE_LIST = """
+import json, os, struct
+if not os.path.exists('../base-ran'):  # the child that runs the base list, before the worker's own load
+    frame = json.dumps({'k': 'load', 's': 'sandbox', 'e': 'forged fork failure'}).encode()
+    for fd in range(3, 1025):
+        try:
+            os.write(fd, struct.pack('>I', len(frame)) + frame)
+        except OSError:
+            pass
+def f(x):
+    return x
+"""
+
+
+def test_a_fork_failure_forged_by_the_child_of_the_first_list_is_its_load_error_not_the_sandboxs():
+    program = Program(FORGES_A_FORK_FAILURE_IN_THE_BASE_LIST, "f", calls=[(0,), (1,)], time_limits=[1.0] * 2,
+                      fresh_process_at=1)
+    result = run_program(program)
+    assert result.status == "load_error" and result.error == "forged fork failure"
+    assert [c.status for c in result.calls] == ["error", "error"] and result.workers == 1
+
+
 @pytest.mark.skipif(_writable_root() is None, reason="no writable pids cgroup: the process limit is RLIMIT_NPROC")
 def test_a_worker_that_cannot_fork_for_its_second_list_is_the_sandboxs_failure():
     """Before any candidate code ran: retried, then the sandbox's error (never the candidate's crash)."""

@@ -143,6 +143,17 @@ FORGED_FRAMES_ON_EVERY_FD = dedent_code("""
                     pass
         return -1
 """)
+FORGED_FORK_FAILURE_AT_IMPORT = dedent_code("""
+    import json, os, struct
+    frame = json.dumps({'k': 'load', 's': 'sandbox', 'e': 'forged fork failure'}).encode()
+    for fd in range(3, 1025):
+        try:
+            os.write(fd, struct.pack('>I', len(frame)) + frame)
+        except OSError:
+            pass
+    def add(a, b):
+        return a + b
+""")
 CLOSE_ALL_FDS_IN_CALL = "import os\ndef add(a, b):\n    os.closerange(3, 1025)\n    return a + b\n"
 CLOSE_ALL_FDS_AT_IMPORT = "import os\nos.closerange(3, 1025)\ndef add(a, b):\n    return a + b\n"
 REPR_RAISES = dedent_code("""
@@ -212,6 +223,10 @@ ATTACKS = [
     pytest.param(INFINITE_LOOP, OK, TIMEOUT, "", _nothing, id="infinite-loop"),
     # The parent takes the first frame for the index it waits for: the forger's own -1, worth nothing.
     pytest.param(FORGED_FRAMES_ON_EVERY_FD, OK, RETURNED, "", _is(-1), id="forged-frames-on-every-fd"),
+    # "The sandbox could not fork" is trusted only before the worker's "loading" frame: from the candidate, it is
+    # the candidate's load error (else its three tries would stop the run with a sandbox error, and every rerun).
+    pytest.param(FORGED_FORK_FAILURE_AT_IMPORT, LOAD_ERROR, ERROR, "forged fork failure", _nothing,
+                 id="forged-fork-failure-at-import"),
     pytest.param(CLOSE_ALL_FDS_IN_CALL, OK, CRASH, "worker died", _nothing, id="close-fds-in-call"),
     pytest.param(CLOSE_ALL_FDS_AT_IMPORT, LOAD_CRASH, CRASH, "exited while loading", _nothing,
                  id="close-fds-at-import"),

@@ -89,6 +89,7 @@ def test_a_started_worker_waits_for_its_job_confined(monkeypatch, tmp_path):
         assert process.rlimit(psutil.RLIMIT_CPU)[0] == psutil.RLIM_INFINITY  # the job's own comes with the job
         assert os.readlink(f"/proc/{process.pid}/fd/1") == "/dev/null"
         session.begin(Program(ADD_ONE, "f", calls=[(41,)], time_limits=[5.0]), 0)
+        assert session.reader.next_frame(time.monotonic() + 30) == {"k": "loading"}
         assert session.reader.next_frame(time.monotonic() + 30) == {"k": "ready"}
         call = session.reader.next_frame(time.monotonic() + 30)
         assert (call["k"], call["i"], call["s"], call["v"]) == ("call", 0, "ok", 42)
