@@ -55,6 +55,21 @@ def dedent_code(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
+# Module code that writes the worker's "could not fork" frame on every descriptor (a sandbox failure only from the
+# worker itself, before any candidate code ran): judged a load error, never a stopped run.
+FORGED_FORK_FAILURE_AT_IMPORT = dedent_code("""
+    import json, os, struct
+    frame = json.dumps({'k': 'load', 's': 'sandbox', 'e': 'forged fork failure'}).encode()
+    for fd in range(3, 1025):
+        try:
+            os.write(fd, struct.pack('>I', len(frame)) + frame)
+        except OSError:
+            pass
+    def add(a, b):
+        return a + b
+""")
+
+
 class Sandbox:
     """The engine at one isolation level, plus the checks every attack test ends with."""
 

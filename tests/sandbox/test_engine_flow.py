@@ -10,6 +10,8 @@ from codea1_eval.judging import candidate_program, compute_ground_truth, judge
 from codea1_eval.sandbox import Executor, Program, SandboxLimits, run_program
 from codea1_eval.sandbox.cgroup import _writable_root
 
+from .box import FORGED_FORK_FAILURE_AT_IMPORT
+
 IDENTITY = "def f(x):\n    return x\n"
 
 
@@ -313,22 +315,9 @@ def test_a_load_error_of_the_second_list_fails_that_list_only():
     assert result.calls[0].value == 0 and result.status == "load_error" and result.error == "ValueError: again"
 
 
-FORGES_A_FORK_FAILURE_IN_THE_BASE_LIST = """
-import json, os, struct
-if not os.path.exists('../base-ran'):  # the child that runs the base list, before the worker's own load
-    frame = json.dumps({'k': 'load', 's': 'sandbox', 'e': 'forged fork failure'}).encode()
-    for fd in range(3, 1025):
-        try:
-            os.write(fd, struct.pack('>I', len(frame)) + frame)
-        except OSError:
-            pass
-def f(x):
-    return x
-"""
-
-
 def test_a_fork_failure_forged_by_the_child_of_the_first_list_is_its_load_error_not_the_sandboxs():
-    program = Program(FORGES_A_FORK_FAILURE_IN_THE_BASE_LIST, "f", calls=[(0,), (1,)], time_limits=[1.0] * 2,
+    """The child that runs the first list loads the program first: its forgery comes before the worker's own load."""
+    program = Program(FORGED_FORK_FAILURE_AT_IMPORT, "add", calls=[(0, 1), (1, 2)], time_limits=[1.0] * 2,
                       fresh_process_at=1)
     result = run_program(program)
     assert result.status == "load_error" and result.error == "forged fork failure"

@@ -21,7 +21,9 @@ from codea1_eval.sandbox.engine import (
 )
 from codea1_eval.sandbox.values import Digest, Opaque
 
-from .box import ENTRY, EXPECTED_VALUES, HONEST, INPUTS, ISOLATIONS, TIME_LIMIT, dedent_code
+from .box import (
+    ENTRY, EXPECTED_VALUES, FORGED_FORK_FAILURE_AT_IMPORT, HONEST, INPUTS, ISOLATIONS, TIME_LIMIT, dedent_code,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -142,17 +144,6 @@ FORGED_FRAMES_ON_EVERY_FD = dedent_code("""
                 except OSError:
                     pass
         return -1
-""")
-FORGED_FORK_FAILURE_AT_IMPORT = dedent_code("""
-    import json, os, struct
-    frame = json.dumps({'k': 'load', 's': 'sandbox', 'e': 'forged fork failure'}).encode()
-    for fd in range(3, 1025):
-        try:
-            os.write(fd, struct.pack('>I', len(frame)) + frame)
-        except OSError:
-            pass
-    def add(a, b):
-        return a + b
 """)
 CLOSE_ALL_FDS_IN_CALL = "import os\ndef add(a, b):\n    os.closerange(3, 1025)\n    return a + b\n"
 CLOSE_ALL_FDS_AT_IMPORT = "import os\nos.closerange(3, 1025)\ndef add(a, b):\n    return a + b\n"
