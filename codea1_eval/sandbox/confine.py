@@ -93,6 +93,85 @@ def confine(policy):
         os.close(ruleset)
 
 
+FENCED_SYSCALLS = {
+    "x86_64": (0xC000003E, {302: None, 203: None, 144: None, 142: None, 314: None, 141: 0, 251: 1}),
+    "aarch64": (0xC00000B7, {261: None, 122: None, 119: None, 118: None, 274: None, 140: 0, 30: 1}),
+}
+"""machine -> (its audit arch, {syscall number: None where its first argument is a pid, else the "which" its first
+argument must be, its second then being the pid}): prlimit64, sched_setaffinity, sched_setscheduler, sched_setparam,
+sched_setattr; setpriority (PRIO_PROCESS) and ioprio_set (IOPRIO_WHO_PROCESS)."""
+SECCOMP_ALLOW, SECCOMP_EPERM, X32_SYSCALL_BIT = 0x7FFF0000, 0x00050000 | 1, 0x40000000
+
+
+BPF_LOAD, BPF_IF_EQUAL, BPF_IF_AT_LEAST, BPF_RETURN = 0x20, 0x15, 0x35, 0x06  # LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
+
+
+def _argument_word(argument):
+    """Where ``seccomp_data.args[argument]``'s low 32 bits are (little-endian machines only, as in the table)."""
+    return 16 + 8 * argument
+
+
+def fence_program(machine):
+    """The seccomp filter (classic BPF, as bytes) that ``fence`` installs on ``machine`` (``os.uname().machine``):
+    each ``FENCED_SYSCALLS`` call fails with EPERM unless it names the caller itself (pid 0); a syscall of another
+    ABI (x32, 32-bit) fails the same way; every other syscall is allowed. None for a machine not in the table."""
+    if machine not in FENCED_SYSCALLS:
+        return None
+    arch, syscalls = FENCED_SYSCALLS[machine]
+    # (operation, label if true, label if false, constant); a str is a label; a None label: the next instruction
+    code = [(BPF_LOAD, None, None, 4), (BPF_IF_EQUAL, None, "deny", arch), (BPF_LOAD, None, None, 0),
+            (BPF_IF_AT_LEAST, "deny", None, X32_SYSCALL_BIT)]
+    code += [(BPF_IF_EQUAL, f"check {which}", None, number) for number, which in syscalls.items()]
+    code += [(BPF_RETURN, None, None, SECCOMP_ALLOW)]
+    for which in dict.fromkeys(syscalls.values()):
+        code.append(f"check {which}")
+        if which is not None:
+            code += [(BPF_LOAD, None, None, _argument_word(0)), (BPF_IF_EQUAL, None, "deny", which)]
+        code += [(BPF_LOAD, None, None, _argument_word(0 if which is None else 1)), (BPF_IF_EQUAL, "allow", "deny", 0)]
+    code += ["allow", (BPF_RETURN, None, None, SECCOMP_ALLOW), "deny", (BPF_RETURN, None, None, SECCOMP_EPERM)]
+    labels, instructions = {}, []
+    for item in code:
+        if type(item) is str:
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
+    program = b""
+    for here, (operation, if_true, if_false, constant) in enumerate(instructions):  # BPF jumps forward only
+        offsets = [0 if label is None else labels[label] - here - 1 for label in (if_true, if_false)]
+        program += struct.pack("=HBBI", operation, *offsets, constant)
+    return program
+
+
+_FENCE_HEADERS = {}
+"""program -> (its instructions as a C array, the ``struct sock_fprog`` that points at them), built once per process
+(~0.2 ms; a template builds its machine's before forking, ``template.warm_up``)."""
+
+
+def fence_header(program):
+    """The ``struct sock_fprog`` of ``program``, kept alive with the array it points at."""
+    if program not in _FENCE_HEADERS:
+        import _ctypes
+
+        class Byte(_ctypes._SimpleCData):
+            _type_ = "B"
+
+        instructions = (Byte * len(program)).from_buffer_copy(program)
+        _FENCE_HEADERS[program] = instructions, struct.pack("@HP", len(program) // 8, _ctypes.addressof(instructions))
+    return _FENCE_HEADERS[program][1]
+
+
+def fence(program):
+    """Install the seccomp filter ``program`` (``fence_program``) on this process and its future children: no
+    changing another process's resource limits, priority, scheduling or CPU affinity, which Landlock does not cover
+    and the kernel allows for any process of the same user (~45 us). Raises OSError where the kernel refuses."""
+    _, prctl, get_errno = libc_calls()
+    header = fence_header(program)
+    for option, arguments, step in ((38, (1, 0, 0, 0), "no_new_privs"), (22, (2, header, 0, 0), "seccomp filter")):
+        if prctl(option, *arguments) < 0:  # PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP with SECCOMP_MODE_FILTER
+            errno = get_errno()
+            raise OSError(errno, f"fence {step}: {os.strerror(errno)}")
+
+
 def apply_limits(limits):
     """Apply rlimits (clipped to the hard limits) inside the worker. CPU time also gets a hard limit one
     second above: SIGXCPU at the soft one can be ignored, the SIGKILL at the hard one cannot (a worker

@@ -19,23 +19,27 @@ from codea1_eval.registry import Registry
 from codea1_eval.sandbox.engine import (CRASH, RETURNED, SANDBOX_ERROR, CallResult, ExecResult, Executor, Program,
                                        SandboxLimits, require_sandbox, run_program)
 from codea1_eval.sandbox.forkserver import prestart
-from codea1_eval.sandbox.landlock import abi_in_force
+from codea1_eval.sandbox.landlock import abi_in_force, worker_fence
 
 RAY_INSTALL = "pip install 'codea1-eval[ray]'"
 RAY_BATCH = 8
 """Programs per Ray task: large enough to amortise a task's overhead, small enough to balance nodes."""
 
 
-def _run_batch(programs: list[Program], limits: SandboxLimits, hidden: list[Path], landlock_abi: int
-               ) -> list[ExecResult]:
+def _run_batch(programs: list[Program], limits: SandboxLimits, hidden: list[Path], landlock_abi: int,
+               fenced: bool = False) -> list[ExecResult]:
     """A Ray task: the programs of one batch, one after another, through the node's own engine (the
     driver checks each result with ``require_sandbox``). A node whose workers would get a lower Landlock
-    ABI than the driver's (an older kernel, ``CODEA1_LANDLOCK`` set otherwise) runs nothing: the run's
-    manifest records the driver's protections."""
+    ABI than the driver's (an older kernel, ``CODEA1_LANDLOCK`` set otherwise), or no seccomp fence where the
+    driver's have one (``fenced``), runs nothing: the run's manifest records the driver's protections."""
     node_abi = abi_in_force(limits.isolation)
+    error = None
     if node_abi < landlock_abi:
         error = (f"node {platform.node()} has Landlock ABI {node_abi} at the '{limits.isolation}' level, "
                  f"below the driver's {landlock_abi}")
+    elif fenced and worker_fence() is None:
+        error = f"node {platform.node()} has no seccomp fence for its workers (the driver's have one)"
+    if error is not None:
         return [ExecResult(SANDBOX_ERROR, [CallResult(CRASH, error=error)] * program.n_calls, error)
                 for program in programs]
     return [run_program(program, limits, hidden) for program in programs]
@@ -65,7 +69,8 @@ class RayExecutor(Executor):
         pending = {}
         for start in range(0, len(programs), RAY_BATCH):
             batch = programs[start:start + RAY_BATCH]
-            pending[self._task.remote(batch, self.limits, self.hidden, abi_in_force(self.limits.isolation))] = start
+            pending[self._task.remote(batch, self.limits, self.hidden, abi_in_force(self.limits.isolation),
+                                      worker_fence() is not None)] = start
         while pending:
             (done,), _ = ray.wait(list(pending), num_returns=1)
             start = pending.pop(done)

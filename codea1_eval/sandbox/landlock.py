@@ -10,19 +10,24 @@ cannot signal a process outside the sandbox or reach an abstract UNIX socket out
 ABI the kernel offers is used; on a kernel without Landlock, or with ``CODEA1_LANDLOCK=off``, the worker
 runs as before, and ``protections`` (in the run manifest and ``sandbox selftest``) says which
 protections were missing. Not covered at any ABI: UDP, UNIX sockets with a path, and, for a worker
-running as root, what its capabilities allow (raw sockets, chmod and chown of any file).
+running as root, what its capabilities allow (raw sockets, chmod and chown of any file). Nor does Landlock cover
+changing another process's resource limits, priority, scheduling or CPU affinity, which the kernel allows for any
+process of the same user: every worker, at both levels, installs a seccomp filter against those calls
+(``worker_fence``, ``confine.fence``) where this machine's syscall numbers are known.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import platform
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox import private_tmp
+from codea1_eval.sandbox.confine import fence_program
 from codea1_eval.sandbox.records import SandboxLimits
 
 SWITCH = "CODEA1_LANDLOCK"
@@ -80,6 +85,16 @@ def abi_in_force(isolation: str) -> int:
     return kernel_abi() if setting == "auto" else int(setting)
 
 
+@functools.cache
+def worker_fence() -> bytes | None:
+    """The ``fence`` entry of every worker's setup: the seccomp filter (``confine.fence_program``) that keeps its
+    candidate from changing another process's resource limits, priority, scheduling or CPU affinity; None where
+    this machine's syscall numbers are not known here or the kernel filters no syscalls."""
+    if not os.path.exists("/proc/sys/kernel/seccomp/actions_avail"):
+        return None
+    return fence_program(platform.machine())
+
+
 def grant_wording(grant: str) -> str:
     """What ``grant`` gives a ``process``-level worker, as manifests say it (``tmp``: whether the /tmp it
     gets is its own copy-on-write one, ``private_tmp.py``, or the machine's)."""
@@ -93,10 +108,11 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
     """Which protections workers at ``isolation`` have on this machine, for manifests and the selftest:
     ``files`` (writes outside the working directory, reads of the data, cache and run folders),
     ``truncate`` (of files outside), ``network`` (TCP connect and bind), ``signals`` (signals and abstract
-    UNIX sockets outside the sandbox); a ``grants`` entry (``GRANTS``) gives one back at the process level."""
+    UNIX sockets outside the sandbox), ``processes`` (other processes' limits, priority, scheduling and affinity);
+    a ``grants`` entry (``GRANTS``) gives one back at the process level."""
     if isolation == "bwrap":
         return {"landlock_abi": 0, "files": True, "truncate": True, "network": True, "signals": True,
-                "by": "bwrap namespaces"}
+                "processes": True, "by": "bwrap namespaces"}
     abi = abi_in_force(isolation)
     if abi:
         by = f"landlock ABI {abi}" + "".join(f"; granted: {grant_wording(grant)}" for grant in grants)
@@ -104,9 +120,11 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
         by = f"nothing: landlock switched off ({SWITCH}=off)"
     else:
         by = "nothing: this kernel has no landlock"
+    fenced = worker_fence() is not None
     files = abi >= 1 and not set(GRANTED_FOLDERS) & set(grants)
     return {"landlock_abi": abi, "files": files, "truncate": files and abi >= TRUNCATE_ABI,
-            "network": abi >= NETWORK_ABI and "tcp" not in grants, "signals": abi >= SCOPE_ABI, "by": by}
+            "network": abi >= NETWORK_ABI and "tcp" not in grants, "signals": abi >= SCOPE_ABI, "processes": fenced,
+            "by": by.removeprefix("nothing: ") + "; seccomp fence" if fenced else by}
 
 
 @functools.cache

@@ -2,9 +2,10 @@
 (``prlimit``), its nice value and scheduling policy, and its CPU affinity (its I/O priority too, which is left out:
 programs here are judged on CPU time, and older kernels change it on a process's first block I/O).
 
-A candidate's process can change these in the fork-server template, and every worker forked from it later would
-inherit the change: the harness records them as the template starts and compares them before each fork
-(``forkserver.Template.alive``). Any other process of the user stays within a candidate's reach (README, known limits).
+Every worker's seccomp fence (``confine.fence``) keeps its candidate from changing them in another process, where
+the fence is in force. Where it is not, a candidate's process could change them in the fork-server template, and
+every worker forked from it later would inherit the change: so the harness records them as the template starts and
+compares them before each fork (``forkserver.Template.alive``), whoever changed them.
 """
 
 from __future__ import annotations

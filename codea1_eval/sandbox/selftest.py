@@ -39,11 +39,12 @@ def print_selftest(rows: list[ClaimResult]) -> None:
 
 
 def protections_line(level: str, in_force: dict) -> str:
-    """One line naming what contains files, network and signals at ``level`` here, and what is missing."""
-    kinds = ("files", "network", "signals")
+    """One line naming what contains files, network, signals and other processes at ``level`` here, and what is
+    missing."""
+    kinds = ("files", "network", "signals", "processes")
     present = [kind for kind in kinds if in_force.get(kind)]
     missing = [kind for kind in kinds if not in_force.get(kind)]
     if not present:
-        return f"{level}: files, network and signals NOT contained ({in_force.get('by')})"
+        return f"{level}: files, network, signals and processes NOT contained ({in_force.get('by')})"
     line = f"{level}: {', '.join(present)} contained by {in_force.get('by')}"
     return line + (f"; NOT contained: {', '.join(missing)}" if missing else "")

@@ -22,7 +22,7 @@ from codea1_eval.sandbox.cgroup import PidsCgroup
 from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, ForkedWorker, Template, scrubbed_env, template_for
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
-from codea1_eval.sandbox.landlock import worker_policy
+from codea1_eval.sandbox.landlock import worker_fence, worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
 from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
 
@@ -189,8 +189,8 @@ class WorkerSession:
                 except OSError:
                     self.cgroup.kill_all()
                     self.cgroup = None
-            self._send({"landlock": self.landlock, "private_tmp": self.tmp_layers, "progress_fd": self.progress.fd,
-                        "limits": limits.rlimits()})
+            self._send({"landlock": self.landlock, "fence": worker_fence(), "private_tmp": self.tmp_layers,
+                        "progress_fd": self.progress.fd, "limits": limits.rlimits()})
         except BaseException:  # interrupted with a worker started: kill it and leave nothing behind
             self.close()
             raise

@@ -32,7 +32,7 @@ def preopen(confinement, paths):
 
 def warm_up(worker, preopened_paths):
     """What every worker would otherwise do first, done once here: imports, the ``_ctypes`` calls of
-    ``confine``, the policy's fixed paths, the AST types the first ``compile()`` builds (~3 ms) and the
+    ``confine`` and its seccomp filter's header, the policy's fixed paths, the AST types the first ``compile()`` builds (~3 ms) and the
     JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these objects."""
     for name in TEMPLATE_PRELOAD:
         __import__(name)
@@ -40,6 +40,9 @@ def warm_up(worker, preopened_paths):
     worker.loaded("input_lists")
     worker.loaded("alarm")
     confinement.libc_calls()
+    program = confinement.fence_program(os.uname().machine)
+    if program is not None:
+        confinement.fence_header(program)
     preopen(confinement, preopened_paths)
     compile("", "<warm-up>", "exec")
     json.dumps({"k": "hello"})

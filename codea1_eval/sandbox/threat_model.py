@@ -30,6 +30,7 @@ from codea1_eval.sandbox.compare import compare_outputs
 from codea1_eval.sandbox.engine import (RETURNED, SANDBOX_ERROR, TIMEOUT, ExecResult, Program, SandboxLimits,
                                        run_program)
 from codea1_eval.sandbox.landlock import protections
+from codea1_eval.sandbox.process_traits import process_traits
 
 EXPECTED = 43  # the honest answer to f(42); an attack that is judged passing has fooled the harness
 PROBE_TIME_LIMIT = 1.0
@@ -47,6 +48,7 @@ class World:
     cache_file: Path
     listener: socket.socket
     bystander: subprocess.Popen
+    bystander_traits: tuple | None
 
     @property
     def workdirs(self) -> Path:
@@ -73,7 +75,7 @@ class World:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return cls(root, root / "outside.txt", hidden, secret, cache, listener, bystander)
+        return cls(root, root / "outside.txt", hidden, secret, cache, listener, bystander, process_traits(bystander.pid))
 
     def close(self) -> None:
         self.listener.close()
@@ -178,6 +180,10 @@ def _no_connection(result: ExecResult, world: World) -> bool:
     return False
 
 
+def _bystander_unchanged(result: ExecResult, world: World) -> bool:
+    return process_traits(world.bystander.pid) == world.bystander_traits
+
+
 def _bystander_alive(result: ExecResult, world: World) -> bool:
     try:
         world.bystander.wait(0.2)
@@ -187,7 +193,8 @@ def _bystander_alive(result: ExecResult, world: World) -> bool:
 
 
 BOTH = {"process": True, "bwrap": True}
-FILES, NETWORK, SIGNALS = ({"process": protection, "bwrap": True} for protection in ("files", "network", "signals"))
+FILES, NETWORK, SIGNALS, PROCESSES = ({"process": protection, "bwrap": True}
+                                     for protection in ("files", "network", "signals", "processes"))
 
 CLAIMS: list[Claim] = [
     Claim("time", "infinite Python loop", BOTH,
@@ -209,6 +216,12 @@ CLAIMS: list[Claim] = [
                     "            os.setsid()\n            time.sleep(300)\n        os._exit(0)\n"
                     "    time.sleep(0.3)\n    return -1\n",
           _no_process_left),
+    # before the SIGKILL claim, which kills the bystander where signals are not contained
+    Claim("processes", "lower the limits, priority and CPU affinity of a process outside", PROCESSES,
+          lambda w: attempt_code(f"resource.prlimit({w.bystander.pid}, resource.RLIMIT_NOFILE, (3, 3))\n"
+                                 f"        os.setpriority(os.PRIO_PROCESS, {w.bystander.pid}, 19)\n"
+                                 f"        os.sched_setaffinity({w.bystander.pid}, {{0}})", "changed", "os, resource"),
+          _bystander_unchanged),
     Claim("processes", "SIGKILL a process outside the sandbox", SIGNALS,
           lambda w: attempt_code(f"os.kill({w.bystander.pid}, signal.SIGKILL)", "killed", "os, signal"),
           _bystander_alive),

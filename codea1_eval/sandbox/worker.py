@@ -4,21 +4,21 @@ A script that imports only the standard library (so it works inside bubblewrap a
 ``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
 
 Protocol. The parent writes two pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the
-setup ``{"landlock": {...} | None, "private_tmp": folder | None, "progress_fd": int, "limits": {...}}`` (``confine.py``,
-``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls": [args, ...] | None, "script":
-str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n}, "start", "stop", "batch": bool,
-"long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}`` (calls ``start`` to ``stop - 1``;
-those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first where ``guard``: ``input_lists.py``;
-evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child answers on RESULT_FD with
-length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every frame): ``{"k":
-"hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to run (or instead a ``{"k": "load", "s":
-"sandbox"}`` where the worker could not fork: no candidate code ran before either, so the parent trusts them), ``{"k":
-"ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair from the worker's own process once the child is
-done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
+setup ``{"landlock": {...} | None, "fence": bytes | None, "private_tmp": folder | None, "progress_fd": int, "limits":
+{...}}`` (``confine.py``, ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls":
+[args, ...] | None, "script": str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n},
+"start", "stop", "batch": bool, "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}``
+(calls ``start`` to ``stop - 1``; those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first
+where ``guard``: ``input_lists.py``; evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child
+answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every
+frame): ``{"k": "hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to run (or instead a ``{"k":
+"load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before either, so the parent trusts
+them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair from the worker's own process
+once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
 nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
-"alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call
-the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
+"alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call the
+worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
 enter this process (a forged frame needs the right answer)."""
 
 import json
@@ -285,6 +285,8 @@ def main(result_fd, stream, progress_fd=None):
     confining, lists, alarms = loaded("confine"), loaded("input_lists"), loaded("alarm")  # read while it may
     if setup["landlock"] is not None:
         confining.confine(setup["landlock"])
+    if setup["fence"] is not None:
+        confining.fence(setup["fence"])
     confining.close_preopened()
     confining.silence_stdio()
     confining.apply_limits(setup["limits"])

@@ -19,12 +19,15 @@ LANDLOCK_CONTAINS = {
     "signals": {"SIGKILL a process outside the sandbox"},
 }
 """At the process level these attacks are contained only by Landlock, each by the protection named."""
+FENCE_CONTAINS = {"processes": {"lower the limits, priority and CPU affinity of a process outside"}}
+"""... and this one only by the workers' seccomp fence (``confine.fence``)."""
 WITHOUT_LANDLOCK = set().union(*LANDLOCK_CONTAINS.values())
 
 
 def test_the_documented_gaps_are_exactly_what_landlock_contains():
     assert {c.attack: c.contained["process"] for c in CLAIMS if c.contained["process"] is not True} == {
-        attack: protection for protection, attacks in LANDLOCK_CONTAINS.items() for attack in attacks}
+        attack: protection for protection, attacks in (LANDLOCK_CONTAINS | FENCE_CONTAINS).items()
+        for attack in attacks}
     assert all(c.contained["bwrap"] is True for c in CLAIMS)
     assert {c.resource for c in CLAIMS} == {"time", "memory", "processes", "files", "network", "verdict"}
 
@@ -33,7 +36,8 @@ def test_the_documented_gaps_are_exactly_what_landlock_contains():
 def test_this_machine_has_landlock_with_network_and_signal_scoping():
     """The CI machine's kernel (6.x, ABI 7): the default level contains files, network and signals."""
     assert protections("process") == {"landlock_abi": kernel_abi(), "files": True, "truncate": True, "network": True,
-                                      "signals": True, "by": f"landlock ABI {kernel_abi()}"}
+                                      "signals": True, "processes": True,
+                                      "by": f"landlock ABI {kernel_abi()}; seccomp fence"}
 
 
 @pytest.mark.parametrize("level", ISOLATIONS)
@@ -42,7 +46,8 @@ def test_every_claim_holds(level):
     assert [(r.claim.attack, r.holds) for r in results] == [(c.attack, True) for c in CLAIMS]
     in_force = protections(level)
     assert {r.claim.attack for r in results if not r.contained} == {
-        attack for protection, attacks in LANDLOCK_CONTAINS.items() if not in_force[protection] for attack in attacks}
+        attack for protection, attacks in (LANDLOCK_CONTAINS | FENCE_CONTAINS).items() if not in_force[protection]
+        for attack in attacks}
 
 
 def test_with_landlock_switched_off_the_claims_say_what_is_missing(monkeypatch):
@@ -54,4 +59,5 @@ def test_with_landlock_switched_off_the_claims_say_what_is_missing(monkeypatch):
     assert all(r.holds for r in results)
     assert {r.claim.attack for r in results if not r.contained} == WITHOUT_LANDLOCK
     assert protections_line("process", in_force) == (
-        "process: files, network and signals NOT contained (nothing: landlock switched off (CODEA1_LANDLOCK=off))")
+        "process: processes contained by landlock switched off (CODEA1_LANDLOCK=off); seccomp fence; "
+        "NOT contained: files, network, signals")

@@ -9,10 +9,14 @@ import pytest
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox import SandboxLimits, private_tmp
-from codea1_eval.sandbox.landlock import (abi_in_force, kernel_abi, protections,
-                                          readable_private_paths, sandbox_facts, worker_policy)
+from codea1_eval.sandbox.landlock import (abi_in_force, kernel_abi, protections, readable_private_paths,
+                                          sandbox_facts, worker_fence, worker_policy)
 
 needs_landlock = pytest.mark.skipif(kernel_abi() < 6, reason="this kernel's Landlock is older than ABI 6")
+FENCED = worker_fence() is not None  # the seccomp fence, where this machine's syscall numbers are known (x86_64 here)
+FENCE = "; seccomp fence" if FENCED else ""
+WITHOUT_LANDLOCK = ("landlock switched off (CODEA1_LANDLOCK=off); seccomp fence" if FENCED
+                    else "nothing: landlock switched off (CODEA1_LANDLOCK=off)")
 
 
 def test_the_process_level_uses_the_kernels_abi_and_bwrap_none(monkeypatch):
@@ -65,10 +69,10 @@ def test_manifest_facts_name_what_was_missing(monkeypatch):
     facts = sandbox_facts(SandboxLimits(), [Path("/data")])
     assert (facts["isolation"], facts["memory_mb"], facts["grants"]) == ("process", 4096, ())
     assert facts["protections"] == {"landlock_abi": 0, "files": False, "truncate": False, "network": False,
-                                    "signals": False, "by": "nothing: landlock switched off (CODEA1_LANDLOCK=off)",
+                                    "signals": False, "processes": FENCED, "by": WITHOUT_LANDLOCK,
                                     "readable_private_paths": ["/data"]}
     assert protections("bwrap") == {"landlock_abi": 0, "files": True, "truncate": True, "network": True,
-                                    "signals": True, "by": "bwrap namespaces"}
+                                    "signals": True, "processes": True, "by": "bwrap namespaces"}
 
 
 @needs_landlock
@@ -78,11 +82,11 @@ def test_a_resumed_run_records_the_weaker_of_its_sessions(monkeypatch):
     monkeypatch.setenv("CODEA1_LANDLOCK", "auto")
     assert sandbox_facts(SandboxLimits(), [Path("/data")], None)["protections"]["files"] is True  # a new run
     old_run = sandbox_facts(SandboxLimits(), [Path("/data")], {"isolation": "process"})["protections"]
-    assert (old_run["files"], old_run["by"]) == (False, f"an earlier session that recorded no protections, "
-                                                        f"then landlock ABI {kernel_abi()}")
+    assert (old_run["files"], old_run["processes"], old_run["by"]) == (
+        False, False, f"an earlier session that recorded no protections, then landlock ABI {kernel_abi()}{FENCE}")
     resumed = sandbox_facts(SandboxLimits(), [Path("/data")], unconfined)["protections"]
     assert resumed == {"landlock_abi": 0, "files": False, "truncate": False, "network": False, "signals": False,
-                       "by": f"nothing: landlock switched off (CODEA1_LANDLOCK=off), then landlock ABI {kernel_abi()}",
+                       "processes": FENCED, "by": f"{WITHOUT_LANDLOCK}, then landlock ABI {kernel_abi()}{FENCE}",
                        "readable_private_paths": ["/data"]}
     again = sandbox_facts(SandboxLimits(), [Path("/data")], {"protections": resumed})["protections"]
     assert again["files"] is False and again["by"].count(", then ") == 2
@@ -100,7 +104,7 @@ def test_a_benchmarks_grants_give_back_tcp_and_tmp(monkeypatch):
     assert in_force["by"] == (f"landlock ABI {kernel_abi()}; granted: TCP bind and connect; "
                               "granted: reads and writes anywhere in /tmp "
                               + ("(a copy-on-write /tmp of its own)" if private_tmp.supported()
-                                 else "(the machine's, shared by all workers)"))
+                                 else "(the machine's, shared by all workers)") + FENCE)
     assert readable_private_paths([Path("/tmp/ci-cache")], "process", ("tmp",)) == [Path("/tmp/ci-cache")]
     assert readable_private_paths([Path("/dev/shm/x")], "process", ("shm",)) == [Path("/dev/shm/x")]
     assert readable_private_paths([Path("/dev/shm/x")], "process") == []
