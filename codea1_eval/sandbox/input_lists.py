@@ -20,7 +20,8 @@ def fresh_process_at(split, first, stop):
     """(first call, end, the descriptor to say "done" on or None) for this process: calls on both sides of ``split``
     fork a child for those before it, which writes ``DONE`` there once their results are sent; only then (else the
     worker ends too, and the harness sees the call it died in) the worker, its program not loaded yet, runs the rest
-    in a new empty folder. OSError where there is no fork (the sandbox's failure: no candidate code ran yet)."""
+    in a new empty folder. OSError where there is no fork (the sandbox's failure: no candidate code ran yet), or no
+    new folder once the child is done (taken for the candidate's: its child may have filled the disk)."""
     if split is None or not first < split < stop:
         return first, stop, None
     done_read, done_write = os.pipe()

@@ -13,7 +13,8 @@ protections were missing. Not covered at any ABI: UDP, UNIX sockets with a path,
 running as root, what its capabilities allow (raw sockets, chmod and chown of any file). Nor does Landlock cover
 changing another process's resource limits, priority, scheduling or CPU affinity, which the kernel allows for any
 process of the same user: every worker, at both levels, installs a seccomp filter against those calls
-(``worker_fence``, ``confine.fence``) where this machine's syscall numbers are known.
+(``worker_fence``, ``confine.fence``) where this machine's syscall numbers are known (``CODEA1_FENCE=off`` turns it
+off). The other ways to those changes, ``/proc/PID/autogroup`` and ptrace, are Landlock's to refuse.
 """
 
 from __future__ import annotations
@@ -85,14 +86,27 @@ def abi_in_force(isolation: str) -> int:
     return kernel_abi() if setting == "auto" else int(setting)
 
 
+FENCE_SWITCH = "CODEA1_FENCE"
+"""Environment switch: ``on`` (the default: every worker installs the seccomp fence, where this machine has one) or
+``off`` (for programs that must set a thread's affinity or priority by its id, as OpenMP's ``OMP_PROC_BIND`` does,
+which the fence refuses; the manifest then says ``processes`` was not contained)."""
+
+
 @functools.cache
-def worker_fence() -> bytes | None:
-    """The ``fence`` entry of every worker's setup: the seccomp filter (``confine.fence_program``) that keeps its
-    candidate from changing another process's resource limits, priority, scheduling or CPU affinity; None where
-    this machine's syscall numbers are not known here or the kernel filters no syscalls."""
+def _machine_fence() -> bytes | None:
     if not os.path.exists("/proc/sys/kernel/seccomp/actions_avail"):
         return None
     return fence_program(platform.machine())
+
+
+def worker_fence() -> bytes | None:
+    """The ``fence`` entry of every worker's setup: the seccomp filter (``confine.fence_program``) that keeps its
+    candidate from changing another process's resource limits, priority, scheduling or CPU affinity; None where
+    this machine's syscall numbers are not known here, the kernel filters no syscalls, or ``CODEA1_FENCE=off``."""
+    setting = os.environ.get(FENCE_SWITCH, "on").strip().lower()
+    if setting not in ("on", "off"):
+        raise UserError(f"{FENCE_SWITCH}={setting!r}: use on (the default) or off")
+    return None if setting == "off" else _machine_fence()
 
 
 def grant_wording(grant: str) -> str:
@@ -122,9 +136,11 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
         by = "nothing: this kernel has no landlock"
     fenced = worker_fence() is not None
     files = abi >= 1 and not set(GRANTED_FOLDERS) & set(grants)
+    # the fence covers the system calls; Landlock the other ways in (writes to /proc/PID/autogroup or oom_score_adj
+    # are refused as writes outside, ptrace as reaching out of its domain)
     return {"landlock_abi": abi, "files": files, "truncate": files and abi >= TRUNCATE_ABI,
-            "network": abi >= NETWORK_ABI and "tcp" not in grants, "signals": abi >= SCOPE_ABI, "processes": fenced,
-            "by": by.removeprefix("nothing: ") + "; seccomp fence" if fenced else by}
+            "network": abi >= NETWORK_ABI and "tcp" not in grants, "signals": abi >= SCOPE_ABI,
+            "processes": fenced and abi >= 1, "by": by.removeprefix("nothing: ") + "; seccomp fence" if fenced else by}
 
 
 @functools.cache

@@ -97,6 +97,11 @@ class Program:
     reliability_guard: bool = False
     evalplus_alarm: bool = False
 
+    def __post_init__(self):
+        if len(self.time_limits) < self.n_calls:  # else the engine would fail mid-run, at the first call without one
+            raise ValueError(f"a program with {self.n_calls} calls needs a time limit for each, got "
+                             f"{len(self.time_limits)}")
+
     @property
     def n_calls(self) -> int:
         return 1 if self.script is not None else len(self.calls or ())

@@ -48,7 +48,7 @@ class World:
     cache_file: Path
     listener: socket.socket
     bystander: subprocess.Popen
-    bystander_traits: tuple | None
+    bystander_state: tuple
 
     @property
     def workdirs(self) -> Path:
@@ -74,8 +74,10 @@ class World:
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
-        bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return cls(root, root / "outside.txt", hidden, secret, cache, listener, bystander, process_traits(bystander.pid))
+        bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)  # its own autogroup: a probe that renices it, only it
+        return cls(root, root / "outside.txt", hidden, secret, cache, listener, bystander,
+                   process_state(bystander.pid))
 
     def close(self) -> None:
         self.listener.close()
@@ -180,8 +182,32 @@ def _no_connection(result: ExecResult, world: World) -> bool:
     return False
 
 
+def process_state(pid: int) -> tuple:
+    """What a candidate may try to change in process ``pid``: its traits (``process_traits``), its OOM score
+    adjustment and its autogroup's nice value (``/proc/PID/autogroup``, where the kernel has autogroups)."""
+    state: list = [process_traits(pid)]
+    for name in ("oom_score_adj", "autogroup"):
+        try:
+            state.append(Path(f"/proc/{pid}/{name}").read_text())
+        except OSError:
+            state.append(None)
+    return tuple(state)
+
+
+def _reach_probe(world: World) -> str:
+    """A candidate that tries every way to lower the bystander's limits, priority, CPU affinity or OOM standing, and
+    returns, for each, 1 where it worked or minus the errno it got."""
+    pid = world.bystander.pid
+    changes = [f"resource.prlimit({pid}, resource.RLIMIT_NOFILE, (3, 3))", f"os.setpriority(os.PRIO_PROCESS, {pid}, 19)",
+               f"os.sched_setaffinity({pid}, {{0}})", f"open('/proc/{pid}/oom_score_adj', 'w').write('1000')",
+               f"open('/proc/{pid}/autogroup', 'w').write('19')"]
+    tries = "".join(f"    try:\n        {change}\n        outcomes.append(1)\n"
+                    f"    except OSError as exc:\n        outcomes.append(-exc.errno)\n" for change in changes)
+    return f"import os, resource\ndef f(x):\n    outcomes = []\n{tries}    return outcomes\n"
+
+
 def _bystander_unchanged(result: ExecResult, world: World) -> bool:
-    return process_traits(world.bystander.pid) == world.bystander_traits
+    return process_state(world.bystander.pid) == world.bystander_state
 
 
 def _bystander_alive(result: ExecResult, world: World) -> bool:
@@ -218,10 +244,7 @@ CLAIMS: list[Claim] = [
           _no_process_left),
     # before the SIGKILL claim, which kills the bystander where signals are not contained
     Claim("processes", "lower the limits, priority and CPU affinity of a process outside", PROCESSES,
-          lambda w: attempt_code(f"resource.prlimit({w.bystander.pid}, resource.RLIMIT_NOFILE, (3, 3))\n"
-                                 f"        os.setpriority(os.PRIO_PROCESS, {w.bystander.pid}, 19)\n"
-                                 f"        os.sched_setaffinity({w.bystander.pid}, {{0}})", "changed", "os, resource"),
-          _bystander_unchanged),
+          _reach_probe, _bystander_unchanged),
     Claim("processes", "SIGKILL a process outside the sandbox", SIGNALS,
           lambda w: attempt_code(f"os.kill({w.bystander.pid}, signal.SIGKILL)", "killed", "os, signal"),
           _bystander_alive),

@@ -39,3 +39,8 @@ def test_a_ray_node_weaker_than_the_driver_runs_nothing(monkeypatch):
     assert unfenced.error == f"node {platform.node()} has no seccomp fence for its workers (the driver's have one)"
     [ran] = executors._run_batch([program], SandboxLimits(), [], landlock_abi=0, fenced=False)
     assert ran.status == "ok" and [c.value for c in ran.calls] == [6, 8]
+
+
+def test_a_program_with_fewer_time_limits_than_calls_is_refused_when_made():
+    with pytest.raises(ValueError, match=r"^a program with 2 calls needs a time limit for each, got 1$"):
+        Program("def f(x):\n    return x\n", "f", calls=[(1,), (2,)])

@@ -69,7 +69,7 @@ def test_manifest_facts_name_what_was_missing(monkeypatch):
     facts = sandbox_facts(SandboxLimits(), [Path("/data")])
     assert (facts["isolation"], facts["memory_mb"], facts["grants"]) == ("process", 4096, ())
     assert facts["protections"] == {"landlock_abi": 0, "files": False, "truncate": False, "network": False,
-                                    "signals": False, "processes": FENCED, "by": WITHOUT_LANDLOCK,
+                                    "signals": False, "processes": False, "by": WITHOUT_LANDLOCK,
                                     "readable_private_paths": ["/data"]}
     assert protections("bwrap") == {"landlock_abi": 0, "files": True, "truncate": True, "network": True,
                                     "signals": True, "processes": True, "by": "bwrap namespaces"}
@@ -86,7 +86,7 @@ def test_a_resumed_run_records_the_weaker_of_its_sessions(monkeypatch):
         False, False, f"an earlier session that recorded no protections, then landlock ABI {kernel_abi()}{FENCE}")
     resumed = sandbox_facts(SandboxLimits(), [Path("/data")], unconfined)["protections"]
     assert resumed == {"landlock_abi": 0, "files": False, "truncate": False, "network": False, "signals": False,
-                       "processes": FENCED, "by": f"{WITHOUT_LANDLOCK}, then landlock ABI {kernel_abi()}{FENCE}",
+                       "processes": False, "by": f"{WITHOUT_LANDLOCK}, then landlock ABI {kernel_abi()}{FENCE}",
                        "readable_private_paths": ["/data"]}
     again = sandbox_facts(SandboxLimits(), [Path("/data")], {"protections": resumed})["protections"]
     assert again["files"] is False and again["by"].count(", then ") == 2
@@ -110,3 +110,15 @@ def test_a_benchmarks_grants_give_back_tcp_and_tmp(monkeypatch):
     assert readable_private_paths([Path("/dev/shm/x")], "process") == []
     with pytest.raises(ValueError, match=r"unknown sandbox grants \['udp'\]"):
         worker_policy("process", Path("/tmp/w"), ("udp",))
+
+
+@needs_landlock
+def test_the_fence_switch_turns_the_seccomp_fence_off_and_the_manifest_says_so(monkeypatch):
+    monkeypatch.delenv("CODEA1_LANDLOCK", raising=False)
+    monkeypatch.setenv("CODEA1_FENCE", "off")
+    assert worker_fence() is None
+    in_force = protections("process")
+    assert (in_force["processes"], in_force["by"]) == (False, f"landlock ABI {kernel_abi()}")
+    monkeypatch.setenv("CODEA1_FENCE", "maybe")
+    with pytest.raises(UserError, match=r"^CODEA1_FENCE='maybe': use on \(the default\) or off$"):
+        worker_fence()
