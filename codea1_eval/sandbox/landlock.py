@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
@@ -96,7 +95,7 @@ which the fence refuses; the manifest then says ``processes`` was not contained)
 def _machine_fence() -> bytes | None:
     if not os.path.exists("/proc/sys/kernel/seccomp/actions_avail"):
         return None
-    return fence_program(platform.machine())
+    return fence_program(os.uname().machine)  # as the template and the worker name it
 
 
 def worker_fence() -> bytes | None:
