@@ -32,8 +32,9 @@ def preopen(confinement, paths):
 
 def warm_up(worker, preopened_paths):
     """What every worker would otherwise do first, done once here: imports, the ``_ctypes`` calls of
-    ``confine`` and its seccomp filter's header, the policy's fixed paths, the AST types the first ``compile()`` builds (~3 ms) and the
-    JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these objects."""
+    ``confine`` and its seccomp filter's header, the policy's fixed paths, the AST types the first ``compile()``
+    builds (~3 ms) and the JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these
+    objects."""
     for name in TEMPLATE_PRELOAD:
         __import__(name)
     confinement = worker.loaded("confine")

@@ -243,7 +243,7 @@ CLAIMS: list[Claim] = [
                     "    time.sleep(0.3)\n    return -1\n",
           _no_process_left),
     # before the SIGKILL claim, which kills the bystander where signals are not contained
-    Claim("processes", "lower the limits, priority and CPU affinity of a process outside", PROCESSES,
+    Claim("processes", "lower the limits, priority, affinity or OOM standing of a process outside", PROCESSES,
           _reach_probe, _bystander_unchanged),
     Claim("processes", "SIGKILL a process outside the sandbox", SIGNALS,
           lambda w: attempt_code(f"os.kill({w.bystander.pid}, signal.SIGKILL)", "killed", "os, signal"),

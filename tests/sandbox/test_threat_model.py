@@ -19,7 +19,7 @@ LANDLOCK_CONTAINS = {
     "signals": {"SIGKILL a process outside the sandbox"},
 }
 """At the process level these attacks are contained only by Landlock, each by the protection named."""
-FENCE_CONTAINS = {"processes": {"lower the limits, priority and CPU affinity of a process outside"}}
+FENCE_CONTAINS = {"processes": {"lower the limits, priority, affinity or OOM standing of a process outside"}}
 """... and this one by the workers' seccomp fence (``confine.fence``) with Landlock (its /proc and ptrace rules)."""
 WITHOUT_LANDLOCK = set().union(*LANDLOCK_CONTAINS.values(), *FENCE_CONTAINS.values())
 
