@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from codea1_eval.benchmarks.base import load_benchmark
-from codea1_eval.sandbox.landlock import kernel_abi
+from codea1_eval.sandbox.landlock import kernel_abi, worker_fence
 
 pytestmark = pytest.mark.slow
 TASKS = 2
@@ -138,11 +138,14 @@ def test_with_landlock_off_the_run_works_and_its_manifest_says_what_was_missing(
     metrics = _avg(_clean_samples(problems), run, cache, data_dir, CODEA1_LANDLOCK="off")
     assert (metrics["n_samples"], metrics["pass@1"]) == (3 * TASKS, 33.3333)  # metrics.json rounds to 4 places
     in_force = json.loads((run / "manifest.json").read_text())["sandbox"]["protections"]
+    without_landlock = ("landlock switched off (CODEA1_LANDLOCK=off); seccomp fence" if worker_fence() is not None
+                        else "nothing: landlock switched off (CODEA1_LANDLOCK=off)")
     assert in_force == {"landlock_abi": 0, "files": False, "truncate": False, "network": False, "signals": False,
-                        "by": "nothing: landlock switched off (CODEA1_LANDLOCK=off)",
+                        "processes": False, "by": without_landlock,
                         "readable_private_paths": [str((data_dir / "evalplus").resolve()), str(cache)]}
     # resumed with Landlock on: its records were made without, so the manifest keeps saying so
     assert _avg(_clean_samples(problems), run, cache, data_dir, CODEA1_LANDLOCK="auto") == metrics
     resumed = json.loads((run / "manifest.json").read_text())["sandbox"]["protections"]
-    assert (resumed["files"], resumed["by"]) == (False, "nothing: landlock switched off (CODEA1_LANDLOCK=off), "
-                                                        f"then landlock ABI {kernel_abi()}")
+    fence = "; seccomp fence" if worker_fence() is not None else ""
+    assert (resumed["files"], resumed["processes"], resumed["by"]) == (
+        False, False, f"{without_landlock}, then landlock ABI {kernel_abi()}{fence}")
