@@ -15,6 +15,7 @@ import typer
 
 from codea1_eval.errors import ReferenceFailure, SandboxError, UserError
 from codea1_eval.cli import options as opt
+from codea1_eval.cli.blas import load_numpy_single_threaded
 from codea1_eval.cli.options import MODEL_SPEC_HELP
 from codea1_eval.cli.train import train_app
 from codea1_eval.plugins import load_plugins
@@ -301,7 +302,9 @@ def console() -> None:
     """The ``codea1-eval`` script (and ``python -m codea1_eval``): ``main``, then a quick exit. As at any exit, the
     threads are joined, the atexit handlers run and the output is flushed, but the interpreter is not torn down
     object by object: after an ``avg`` over HumanEval+ (its inputs and ground truth in memory) that took 40 ms
-    and wrote nothing. A crash (a traceback) exits the usual way."""
+    and wrote nothing. A crash (a traceback) exits the usual way. numpy, where a command imports it, loads its
+    OpenBLAS without a thread pool (``blas.py``)."""
+    load_numpy_single_threaded()
     try:
         main()
         code = 0
