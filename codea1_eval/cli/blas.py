@@ -40,7 +40,10 @@ class _FirstNumpyImport:
                 os.environ.pop("OPENBLAS_NUM_THREADS", None)
                 del spec.loader.exec_module  # the loader as it was (numpy's __loader__ stays the same object)
 
-        spec.loader.exec_module = exec_module
+        try:
+            spec.loader.exec_module = exec_module
+        except AttributeError:  # a loader that takes no attributes (slots): numpy then loads as it would have
+            pass
         return spec
 
 

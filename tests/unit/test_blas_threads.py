@@ -41,3 +41,29 @@ def test_a_thread_count_the_user_chose_is_kept(variable):
     # 2 threads where the user asked for 2 (OpenBLAS starts no more than the cores): the hook left OpenBLAS alone
     assert probe(**{variable: "2"}) == {"threads": 2, "variable": "2" if variable == "OPENBLAS_NUM_THREADS" else None,
                                         "loader_patched": False, "hooks_left": 0, "product": 120}
+
+
+
+def test_a_loader_that_takes_no_attributes_is_returned_as_found(monkeypatch):
+    """The hook never stands in the way of the import: a loader it cannot wrap goes back as found, and the hook
+    leaves ``sys.meta_path`` after numpy's first lookup whatever it found."""
+    import importlib.machinery
+    import importlib.util
+
+    from codea1_eval.cli import blas
+
+    class SlottedLoader:
+        __slots__ = ()
+
+        def exec_module(self, module):
+            module.loaded_by = "slotted"
+
+    found = importlib.machinery.ModuleSpec("numpy", SlottedLoader())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: found)
+    hook = blas._FirstNumpyImport()
+    monkeypatch.setattr(sys, "meta_path", [hook, *sys.meta_path])
+    assert hook.find_spec("json") is None and hook in sys.meta_path
+    assert hook.find_spec("numpy") is found and hook not in sys.meta_path
+    module = type(sys)("numpy")
+    found.loader.exec_module(module)
+    assert module.loaded_by == "slotted" and "OPENBLAS_NUM_THREADS" not in os.environ
