@@ -1,7 +1,7 @@
 """numpy's OpenBLAS without its thread pool in the command line's own process.
 
-As numpy loads its OpenBLAS, OpenBLAS starts a thread per core, and each spins for about 0.1 s of CPU before it
-sleeps: ``python -c "import numpy"`` took 0.21-0.27 s of CPU here on 2 cores, against 0.08 s with
+As numpy loads its OpenBLAS, OpenBLAS starts a thread for each core but the first, and each spins for about 0.1 s
+of CPU before it sleeps: ``python -c "import numpy"`` took 0.19-0.27 s of CPU here on 2 cores, against 0.08-0.10 s with
 ``OPENBLAS_NUM_THREADS=1``, at the start of every ``avg``, where it took a core from the sandbox's template and first
 workers (and one core per extra core on a larger machine). The harness multiplies no matrices: numpy serves it for
 ``np.allclose``, ``np.prod`` and percentiles, which OpenBLAS does not run. So ``console`` calls

@@ -3,12 +3,16 @@
 Each case runs in a fresh interpreter (numpy loads OpenBLAS once per process) and counts the process's threads
 in /proc after ``import numpy``: OpenBLAS starts one per extra thread it is allowed."""
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from codea1_eval.cli import blas
 
 PROBE = """
 import json, os, sys
@@ -43,14 +47,9 @@ def test_a_thread_count_the_user_chose_is_kept(variable):
                                         "loader_patched": False, "hooks_left": 0, "product": 120}
 
 
-
 def test_a_loader_that_takes_no_attributes_is_returned_as_found(monkeypatch):
     """The hook never stands in the way of the import: a loader it cannot wrap goes back as found, and the hook
     leaves ``sys.meta_path`` after numpy's first lookup whatever it found."""
-    import importlib.machinery
-    import importlib.util
-
-    from codea1_eval.cli import blas
 
     class SlottedLoader:
         __slots__ = ()
