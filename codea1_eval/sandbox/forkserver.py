@@ -37,6 +37,7 @@ from pathlib import Path
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox.landlock import DEVICES, kernel_abi, readable_folders
 from codea1_eval.sandbox.process_traits import process_traits
+from codea1_eval.sandbox.switches import read_switch
 
 SWITCH = "CODEA1_FORKSERVER"
 """Environment switch: ``auto`` (the default: fork workers from a template where the level allows it) or
@@ -172,10 +173,7 @@ def fixed_policy_paths() -> list[str]:
 
 def enabled() -> bool:
     """Whether workers are forked from templates: the switch is not ``off`` and the kernel has pidfds."""
-    setting = os.environ.get(SWITCH, "auto").strip().lower()
-    if setting not in ("auto", "off"):
-        raise UserError(f"{SWITCH}={setting!r}: use auto (the default) or off")
-    return setting == "auto" and _have_pidfds()
+    return read_switch(SWITCH, "auto", ("auto", "off"), "auto (the default) or off") == "auto" and _have_pidfds()
 
 
 @functools.cache

@@ -25,10 +25,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from codea1_eval.errors import UserError
 from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.confine import fence_program
 from codea1_eval.sandbox.records import SandboxLimits
+from codea1_eval.sandbox.switches import read_switch
 
 SWITCH = "CODEA1_LANDLOCK"
 """Environment switch: ``auto`` (the default: the highest ABI the kernel offers), ``off`` (no Landlock), or
@@ -76,13 +76,16 @@ def kernel_abi() -> int:
 def abi_in_force(isolation: str) -> int:
     """The Landlock ABI a worker at ``isolation`` restricts itself with: 0 at ``bwrap`` (its namespaces
     contain the same), with ``CODEA1_LANDLOCK=off``, or on a kernel without Landlock."""
-    setting = os.environ.get(SWITCH, "auto").strip().lower()
-    if setting not in ("auto", "off") and not (setting.isdigit() and 1 <= int(setting) <= kernel_abi()):
-        raise UserError(f"{SWITCH}={setting!r}: use auto (the default), off, or an ABI from 1 to this "
-                        f"kernel's {kernel_abi()}")
+    setting = _landlock_setting()
     if isolation != "process" or setting == "off":
         return 0
     return kernel_abi() if setting == "auto" else int(setting)
+
+
+def _landlock_setting() -> str:
+    abis = [str(abi) for abi in range(1, kernel_abi() + 1)]
+    return read_switch(SWITCH, "auto", ("auto", "off", *abis),
+                       f"auto (the default), off, or an ABI from 1 to this kernel's {kernel_abi()}")
 
 
 FENCE_SWITCH = "CODEA1_FENCE"
@@ -102,9 +105,7 @@ def worker_fence() -> bytes | None:
     """The ``fence`` entry of every worker's setup: the seccomp filter (``confine.fence_program``) that keeps its
     candidate from changing another process's resource limits, priority, scheduling or CPU affinity; None where
     this machine's syscall numbers are not known here, the kernel filters no syscalls, or ``CODEA1_FENCE=off``."""
-    setting = os.environ.get(FENCE_SWITCH, "on").strip().lower()
-    if setting not in ("on", "off"):
-        raise UserError(f"{FENCE_SWITCH}={setting!r}: use on (the default) or off")
+    setting = read_switch(FENCE_SWITCH, "on", ("on", "off"), "on (the default) or off")
     return None if setting == "off" else _machine_fence()
 
 
@@ -129,7 +130,7 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
     abi = abi_in_force(isolation)
     if abi:
         by = f"landlock ABI {abi}" + "".join(f"; granted: {grant_wording(grant)}" for grant in grants)
-    elif os.environ.get(SWITCH, "auto").strip().lower() == "off":
+    elif _landlock_setting() == "off":
         by = f"nothing: landlock switched off ({SWITCH}=off)"
     else:
         by = "nothing: this kernel has no landlock"

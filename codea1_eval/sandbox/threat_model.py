@@ -115,6 +115,15 @@ def attempt_code(action: str, done: str = "done", imports: str = "", entry: str 
             f"        return exc.errno\n    return {done!r}\n")
 
 
+def attempts_code(actions: list[str], imports: str = "", entry: str = "f") -> str:
+    """A candidate whose ``entry`` tries each one-line action in turn and returns, for each, ``"done"`` if it worked
+    or the errno of the OSError it got (``attempt_code`` for several)."""
+    header = f"import {imports}\n" if imports else ""
+    tries = "".join(f"    try:\n        {action}\n        outcomes.append('done')\n"
+                    f"    except OSError as exc:\n        outcomes.append(exc.errno)\n" for action in actions)
+    return f"{header}def {entry}(*args):\n    outcomes = []\n{tries}    return outcomes\n"
+
+
 def fooled(result: ExecResult) -> bool:
     """Whether the harness judged the probe's answer correct (it never should be)."""
     call = result.calls[0]
@@ -195,15 +204,12 @@ def process_state(pid: int) -> tuple:
 
 
 def _reach_probe(world: World) -> str:
-    """A candidate that tries every way to lower the bystander's limits, priority, CPU affinity or OOM standing, and
-    returns, for each, 1 where it worked or minus the errno it got."""
+    """A candidate that tries every way to lower the bystander's limits, priority, CPU affinity or OOM standing."""
     pid = world.bystander.pid
-    changes = [f"resource.prlimit({pid}, resource.RLIMIT_NOFILE, (3, 3))", f"os.setpriority(os.PRIO_PROCESS, {pid}, 19)",
-               f"os.sched_setaffinity({pid}, {{0}})", f"open('/proc/{pid}/oom_score_adj', 'w').write('1000')",
-               f"open('/proc/{pid}/autogroup', 'w').write('19')"]
-    tries = "".join(f"    try:\n        {change}\n        outcomes.append(1)\n"
-                    f"    except OSError as exc:\n        outcomes.append(-exc.errno)\n" for change in changes)
-    return f"import os, resource\ndef f(x):\n    outcomes = []\n{tries}    return outcomes\n"
+    return attempts_code([f"resource.prlimit({pid}, resource.RLIMIT_NOFILE, (3, 3))",
+                          f"os.setpriority(os.PRIO_PROCESS, {pid}, 19)", f"os.sched_setaffinity({pid}, {{0}})",
+                          f"open('/proc/{pid}/oom_score_adj', 'w').write('1000')",
+                          f"open('/proc/{pid}/autogroup', 'w').write('19')"], "os, resource")
 
 
 def _bystander_unchanged(result: ExecResult, world: World) -> bool:

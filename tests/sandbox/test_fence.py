@@ -15,6 +15,7 @@ from codea1_eval.sandbox.confine import fence_program
 from codea1_eval.sandbox.engine import RETURNED, Program, SandboxLimits, run_program
 from codea1_eval.sandbox.landlock import protections, worker_fence
 from codea1_eval.sandbox.process_traits import process_traits
+from codea1_eval.sandbox.threat_model import attempts_code
 
 from .box import ISOLATIONS
 
@@ -36,11 +37,7 @@ CHANGES = {
 def attempts(pid: int, names) -> str:
     """A candidate that tries each change in ``names`` (on process ``pid`` where it names one) and returns, per
     change, "done" or the errno it got."""
-    lines = ["import os, resource", "def f():", "    outcomes = []"]
-    for name in names:
-        lines += ["    try:", f"        {CHANGES[name].format(pid=pid, group=os.getpgid(pid))}", "        outcomes.append('done')",
-                  "    except OSError as exc:", "        outcomes.append(exc.errno)"]
-    return "\n".join(lines + ["    return outcomes", ""])
+    return attempts_code([CHANGES[name].format(pid=pid, group=os.getpgid(pid)) for name in names], "os, resource")
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
