@@ -79,7 +79,9 @@ def test_verdicts_equal_bigcodebench_evaluate_local(tmp_path):
 
     compared, disagreements = 0, []
     for task_id, statuses in ours_by_task.items():
-        for index, (mine, their) in enumerate(zip(statuses, (r["status"] for r in theirs.get(task_id, [])))):
+        their_statuses = [r["status"] for r in theirs[task_id]]
+        assert len(their_statuses) == len(statuses), task_id  # bigcodebench judged every sample we did
+        for index, (mine, their) in enumerate(zip(statuses, their_statuses)):
             their = "pass" if their == "pass" else "fail"
             compared += 1
             if mine != their:

@@ -4,6 +4,7 @@ and the rescoring CLI on the tiny model of ``tests/tiny_model.py``."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -64,7 +65,10 @@ def test_white_box_suites_per_candidate_and_rescore_cli(tiny_model, tmp_path):
     done = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(run), "--selector", "codet"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "codet" in done.stdout and "oracle" in done.stdout and "CURE" in done.stdout
+    printed = dict(re.findall(r"^\W*(codet|random|oracle)\W+(\d+\.\d\d|-)", done.stdout, re.MULTILINE))
+    assert printed == {"codet": f"{metrics['accuracy']['codet']:.2f}", "random": f"{metrics['accuracy']['random']:.2f}",
+                       "oracle": "100.00"}  # the run's own figures; the reference is always a candidate
+    assert "CURE: p_u" in done.stdout
     bad = subprocess.run([sys.executable, "-m", "codea1_eval", "bon", "--matrices", str(tmp_path / "nope")],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0

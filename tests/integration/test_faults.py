@@ -84,7 +84,7 @@ def samples(tmp_path_factory, data_dir) -> Path:
     path = tmp_path_factory.mktemp("samples") / "samples.jsonl"
     with path.open("w") as handle:
         for index, problem in enumerate(load_benchmark("humaneval+", data_dir=data_dir).problems[:TASKS]):
-            solution = problem.reference if index % 3 else problem.reference.replace("return", "return None or", 1)
+            solution = problem.reference if index % 3 else problem.reference + f"\n{problem.entry_point} = None\n"
             handle.write(json.dumps({"task_id": problem.task_id, "solution": solution}) + "\n")
     (path.parent / "data").symlink_to(data_dir)
     return path
@@ -105,13 +105,25 @@ def _finished(samples: Path, out: Path) -> dict:
     return {k: v for k, v in json.loads((out / "metrics.json").read_text()).items() if k != "run_dir"}
 
 
+def _check_verdicts(run: Path) -> None:
+    """Every third sample (the samples fixture's broken ones) fails, the others pass: each verdict with its own
+    sample."""
+    statuses = [row["plus_status"] for row in read_jsonl(run / "samples.jsonl")]
+    assert statuses == ["fail" if index % 3 == 0 else "pass" for index in range(TASKS)]
+
+
 @pytest.fixture(scope="module")
 def reference_metrics(samples, tmp_path_factory) -> dict:
-    return _finished(samples, tmp_path_factory.mktemp("uninterrupted") / "run")
+    run = tmp_path_factory.mktemp("uninterrupted") / "run"
+    metrics = _finished(samples, run)
+    assert metrics["pass@1"] == 65.0  # 26 of the 40 tasks: all but the 14 broken ones
+    _check_verdicts(run)
+    return metrics
 
 
 def _check_resume(samples: Path, run: Path, before: list[dict], reference: dict) -> None:
     assert _finished(samples, run) == reference
+    _check_verdicts(run)
     executions = list(read_jsonl(run / "executions.jsonl"))
     assert executions[:len(before)] == before  # what was recorded is kept, not redone
     assert len(executions) == len({e["key"] for e in executions}) == TASKS
