@@ -79,10 +79,17 @@ def test_cosmic_ray_mutants_follow_init_enumeration():
     assert by_id["core/AddNot#0"] == ["if not p > 0 and p != 13:"]
 
 
-def test_ast_ops_entry_still_yields_mutants():
+def test_ast_ops_changes_each_operator_and_number_once():
+    # by hand from ast-ops' rules: the numbers 0, 0, 0 and 13 each +1 and -1 (8); > to >= or <= (2); != to ==;
+    # and to or; - to + or * (2); an augmented assignment (s += p) is left alone. 14 mutants, in a seeded order
     mutants = make_mutants(TOTAL, "ast-ops")
-    assert mutants and all(m.source != TOTAL for m in mutants)
-    assert len({m.mutant_id for m in mutants}) == len(mutants)
+    assert [m.mutant_id for m in mutants] == [f"ast-ops#{index}" for index in range(14)]
+    assert sorted(line for m in mutants for line in _changed_lines(m)) == sorted([
+        "def total(prices, discount=1):", "def total(prices, discount=-1):", "s = 1", "s = -1",
+        "if p > 1 and p != 13:", "if p > -1 and p != 13:", "if p > 0 and p != 14:", "if p > 0 and p != 12:",
+        "if p >= 0 and p != 13:", "if p <= 0 and p != 13:", "if p > 0 and p == 13:", "if p > 0 or p != 13:",
+        "return s + discount", "return s * discount"])
+    assert all(len(_changed_lines(m)) == 1 for m in mutants)
 
 
 def test_kill_matrix_on_mutmut_mutants(executor):

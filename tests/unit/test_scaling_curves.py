@@ -54,6 +54,10 @@ def test_one_candidate_makes_every_selector_equal_and_random_is_flat():
 def test_oracle_grows_with_candidates_and_bounds_every_selector():
     curves = by_name(scaling_curves(problems(), SELECTORS, axis="candidates", resamples=200, seed=1))
     oracle = curves["oracle"].mean
+    # by hand, s candidates drawn without replacement: p0 (1 correct of 4) holds it with probability s/4, p1 (3 of 4)
+    # 3/4 at s = 1 and always from s = 2, p2 never: (1/4 + 3/4) / 3, (1/2 + 1) / 3, (1 + 1) / 3. 200 resamples at
+    # s = 1 and 2 put the mean within 1.2-1.5 points of that (one standard error)
+    assert oracle == (pytest.approx(100 / 3, abs=5), pytest.approx(50, abs=5), pytest.approx(200 / 3))
     assert all(later >= earlier - 1e-9 for earlier, later in zip(oracle, oracle[1:]))
     for name in SELECTORS:
         assert all(o >= v - 1e-9 for o, v in zip(oracle, curves[name].mean)), name

@@ -54,7 +54,12 @@ def test_unique_tests_counts_each_distinct_test_once():
 
 
 def test_unique_tests_counts_a_repeated_test_passed_by_any_copy():
-    assert picked(matrix([[0, 0, 1], [1, 0, 0]], test_keys=("a", "a", "b")), "unique-tests") == 0
+    # test "a" twice, then "b". Candidate 0 passes both copies of a: 1 distinct test (2 passed). Candidate 1 passes
+    # the second copy of a, and b: 2 distinct if any copy counts, 1 if every copy or the first must pass (a tie,
+    # which goes to candidate 0), 2 passed (most-passed ties too: candidate 0).
+    problem = matrix([[1, 1, 0], [0, 1, 1]], test_keys=("a", "a", "b"))
+    assert picked(problem, "unique-tests") == 1
+    assert picked(problem, "most-passed") == 0
 
 
 def test_codet_prefers_the_best_consensus_set_as_in_the_codet_paper():
