@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-MODEL_SPEC_HELP = ("Model spec: smollm2 | hf:PATH_OR_ID | vllm:PATH_OR_ID | openai:MODEL[@BASE_URL] | "
+MODEL_SPEC_HELP = ("Model spec: smollm2 | hf:PATH_OR_ID | vllm:PATH_OR_ID | openai:MODEL\\[@BASE_URL] | "
                    "a checkpoint dir. `codea1-eval models` lists them.")
 
 Split = Annotated[Optional[str], typer.Option(help="BigCodeBench prompt: complete (default) | instruct.")]
