@@ -18,7 +18,7 @@ from codea1_eval.results import read_jsonl
 
 pytestmark = pytest.mark.slow
 NO_MUTMUT_MUTANTS = ["HumanEval/16"]
-"""The first 20 HumanEval+ tasks whose reference mutmut leaves alone (``return len(set(string.lower()))``: no
+"""Those of the first 20 HumanEval+ tasks whose reference mutmut leaves alone (``return len(set(string.lower()))``: no
 operator, number, string or keyword it changes)."""
 
 

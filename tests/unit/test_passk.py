@@ -36,5 +36,5 @@ def test_bootstrap_interval_brackets_mean_and_is_degenerate_for_constants():
     assert low < values.mean() < high
     # by hand: the values are 50 + 2.5 j (j = -20..20), population variance 6.25 x 2 x 2870 / 41 = 875, so the mean
     # of 41 draws has a standard error of sqrt(875 / 41) = 4.62, and 95% is 50 -+ 1.96 x 4.62 = [40.94, 59.06]
-    # (a 90% interval, [42.4, 57.6], is more than 1 away; 2,000 resamples put the percentiles within about 0.3-0.5)
+    # (a 90% interval, [42.4, 57.6], is more than 1 away; 2,000 resamples put the percentiles within about 0.5)
     assert (low, high) == (pytest.approx(40.94, abs=1), pytest.approx(59.06, abs=1))
