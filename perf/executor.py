@@ -30,6 +30,10 @@ Ways (DESIGN.md section 2, "Baselines for perf/"):
             temp script holding the candidate and the call (as CURE does), the value pickled to
             stdout and compared in the parent, ``--parallel`` at a time. Timed on a fixed random
             subset of ``--cure-sample`` pairs (seed 0) and EXTRAPOLATED (calls/s = pairs / seconds).
+  bare-lists  (not in the default ``--ways``) about the least any engine that keeps evalplus' per-list processes
+            takes: each input list of a candidate in a bare forked process of its own, from ``--parallel`` warm servers,
+            with nothing else (no sandbox, values trusted; ``bare_lists.py``). With it and the floor the script
+            prints what that bound leaves of the 0.5 x floor target.
   ours      ``make_executor("local", SandboxLimits(), parallel)`` (as the commands make it: its canary program,
             which also starts the fork-server template, runs before the timing starts), then
             ``.map_unordered(candidate_program(...))`` + ``judge``.
@@ -42,7 +46,7 @@ per way (floor, evalplus-style and ours must agree, up to candidates that draw r
 run close to their time limits; those are listed).
 
 Usage: python perf/executor.py [--tasks N] [--sample N] [--candidates 16] [--cure-sample 300]
-                               [--skip-slow-tasks SECONDS] [--ways floor,evalplus,cure,ours] [--json PATH]
+                               [--skip-slow-tasks SECONDS] [--ways floor,evalplus,cure,bare-lists,ours] [--json PATH]
 """
 
 from __future__ import annotations
@@ -80,7 +84,8 @@ from codea1_eval.sandbox.deadlines import Deadlines
 from codea1_eval.sandbox.compare import EvalplusComparator, compare_outputs
 from codea1_eval.sandbox.values import Digest, decode
 
-from tree_cpu import process_tree_cpu  # perf/ is the script folder, on sys.path
+from bare_lists import run_lists  # perf/ is the script folder, on sys.path
+from tree_cpu import process_tree_cpu
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOAD_TIME_LIMIT_S = SandboxLimits().load_time_limit
@@ -582,7 +587,7 @@ def report(results: dict[str, WayResult], parallel: int, timing: str) -> dict:
     """Print the table (wall-clock throughput decides the targets; CPU figures are for context)."""
     ours = results.get("ours")
     rows = []
-    for name in ("floor", "evalplus", "cure", "ours"):
+    for name in ("floor", "evalplus", "cure", "bare-lists", "ours"):
         result = results.get(name)
         if result is None:
             continue
@@ -652,6 +657,19 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
     return bound
 
 
+def list_process_bound(results: dict[str, WayResult]) -> dict | None:
+    """What the bare per-list processes (``bare-lists``) say of the floor target: the floor's wall time over the
+    target is the most ours may take, and ``bare-lists`` about the least any engine keeping those processes takes."""
+    if "bare-lists" not in results or "floor" not in results:
+        return None
+    lists, floor = results["bare-lists"], results["floor"]
+    bound = {"bare_lists_s": round(lists.seconds, 3), "bare_lists_over_floor": round(floor.seconds / lists.seconds, 3),
+             "ours_s_for_floor_target": round(floor.seconds / TARGETS["floor"], 3)}
+    print(f"bare per-list processes (no sandbox) took {lists.seconds:.2f} s, {bound['bare_lists_over_floor']:.2f} x floor; "
+          f"ours >= {TARGETS['floor']:g} x floor needs <= {bound['ours_s_for_floor_target']:.2f} s")
+    return bound
+
+
 def main(argv: list[str] | None = None) -> int:
     default_data = os.environ.get("CODEA1_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -672,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-scale", type=float, default=1.0,
                         help="scale every time limit (the same for all ways)")
     parser.add_argument("--ways", default="floor,evalplus,cure,ours",
-                        help="comma-separated subset of floor,evalplus,cure,ours (ratios need ours)")
+                        help="comma-separated subset of floor,evalplus,cure,bare-lists,ours (ratios need ours)")
     parser.add_argument("--sample", type=int, default=300, metavar="N",
                         help="time every way on the same fixed random sample of N candidates (seed 0) and "
                              "extrapolate calls/s; 0 runs the whole workload (over an hour on 2 cores). Default 300")
@@ -681,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
     ways = [w.strip() for w in args.ways.split(",") if w.strip()]
-    unknown = set(ways) - {"floor", "evalplus", "cure", "ours"}
+    unknown = set(ways) - {"floor", "evalplus", "cure", "bare-lists", "ours"}
     if unknown:
         parser.error(f"unknown ways: {sorted(unknown)}")
 
@@ -722,6 +740,8 @@ def main(argv: list[str] | None = None) -> int:
             results[way] = run_evalplus(workload, args.parallel)
         elif way == "cure":
             results[way] = run_cure(workload, args.parallel, args.cure_sample)
+        elif way == "bare-lists":
+            results[way] = run_lists(workload, args.parallel, judge_outputs, WayResult)
         else:
             results[way] = run_ours(workload, args.parallel)
         result = results[way]
@@ -733,6 +753,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     summary = report(results, args.parallel, sampled)
     summary["time_limit_bound"] = time_limit_bound(results, args.parallel)
+    summary["list_process_bound"] = list_process_bound(results)
     counts = {name: r.passed for name, r in results.items() if r.passed is not None}
     ran = {name: r.calls for name, r in results.items() if name != "cure"}
     if len(set(ran.values())) > 1:
