@@ -161,9 +161,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--generations", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--repeats", type=int, default=3, help="timed pairs per file, alternating which runs first")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed pairs per file, alternating which runs first (odd: the median is one pair's)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     report = {}
     with tempfile.TemporaryDirectory(prefix="codea1-e2e-") as scratch:
         files = samples_files(Path(scratch), args.size, args.generations)

@@ -1,0 +1,59 @@
+"""perf/bare_lists.py, the executor benchmark's bare-lists way: real server and list processes on small candidates
+whose values are known by hand (each input list in a process of its own, failures kept to their list or call)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "perf"))
+
+from bare_lists import GRACE_S, run_lists  # noqa: E402
+
+COUNTER = "n = [0]\ndef f(x):\n    n[0] += 1\n    return n[0]\n"
+EXITS = "import os\ndef f(x):\n    if x:\n        os._exit(0)\n    return 7\n"
+LOOPS = "def f(x):\n    while True:\n        pass\n"
+SWALLOWS = ("def f(x):\n    while True:\n        try:\n            while True:\n                pass\n"
+            "        except BaseException:\n            pass\n")
+UNPICKLABLE = "def f(x):\n    return (lambda: 1) if x else 5\n"
+
+
+def run(candidates):
+    """Run (code, inputs, fresh_at, part_limits) candidates; return what each list gave and the way's result."""
+    problems, rows, seen = [], [], {}
+    for number, (code, inputs, fresh_at, parts) in enumerate(candidates):
+        problems.append(SimpleNamespace(entry_point="f", inputs=inputs))
+        program = SimpleNamespace(time_limits=[0.3] * len(inputs), fresh_process_at=fresh_at, part_time_limits=parts)
+        rows.append(SimpleNamespace(task=number, code=code, program=program))
+    workload = SimpleNamespace(candidates=rows, problems=problems)
+
+    def judge(workload, candidate, outcomes):
+        seen[candidate.task] = outcomes
+        return [returned for returned, _ in outcomes]
+
+    result = run_lists(workload, 2, judge, lambda *args, **kwargs: (args, kwargs), load_limit=5.0,
+                       memory_bytes=1 << 30)
+    return seen, result
+
+
+def test_each_list_runs_in_a_fresh_process_and_failures_stay_in_their_list_or_call():
+    seen, (args, _) = run([(COUNTER, [(0,), (0,), (0,)], 1, None),
+                           (EXITS, [(0,), (1,), (0,)], 1, None),
+                           (LOOPS, [(0,), (0,)], None, None),
+                           (UNPICKLABLE, [(1,), (0,)], None, None)])
+    assert seen[0] == [(True, 1), (True, 1), (True, 2)]  # the plus list's process starts from the module again
+    assert seen[1] == [(True, 7), (False, None), (False, None)]  # os._exit ends its own list only
+    assert seen[2] == [(False, None), (False, None)]  # each call stopped at its 0.3 s limit
+    assert seen[3] == [(False, None), (True, 5)]  # the lambda cannot be pickled: that call fails, not the list
+    way, calls, _, passed, count, statuses = args
+    assert (way, calls, passed, count) == ("bare-lists", 10, 1, 4)
+    assert statuses == {"returned": 5, "not returned": 5}
+
+
+def test_a_list_that_swallows_its_alarms_is_killed_at_its_cap():
+    began = time.monotonic()
+    seen, _ = run([(SWALLOWS, [(0,), (0,)], None, (0.5, 0.5))])
+    assert seen[0] == [(False, None), (False, None)]
+    assert 0.5 + GRACE_S <= time.monotonic() - began < 0.5 + GRACE_S + 3
