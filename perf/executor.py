@@ -657,7 +657,7 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
     return bound
 
 
-def list_process_bound(results: dict[str, WayResult]) -> dict | None:
+def bare_lists_beside_floor(results: dict[str, WayResult]) -> dict | None:
     """Beside the floor target: the wall time the floor's calls/s over the target allows ours, and what the bare
     per-list processes (``bare-lists``: evalplus' processes and nothing else) took."""
     if "bare-lists" not in results or "floor" not in results:
@@ -757,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     summary = report(results, args.parallel, sampled)
     summary["time_limit_bound"] = time_limit_bound(results, args.parallel)
-    summary["list_process_bound"] = list_process_bound(results)
+    summary["bare_lists_beside_floor"] = bare_lists_beside_floor(results)
     counts = {name: r.passed for name, r in results.items() if r.passed is not None}
     ran = {name: r.calls for name, r in results.items() if name != "cure"}
     if len(set(ran.values())) > 1:
