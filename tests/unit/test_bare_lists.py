@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "perf"))
 
 from bare_lists import GRACE_S, run_lists  # noqa: E402
@@ -52,8 +54,9 @@ def test_each_list_runs_in_a_fresh_process_and_failures_stay_in_their_list_or_ca
     assert statuses == {"returned": 5, "not returned": 5}
 
 
+@pytest.mark.timeout(60)  # a list that is never killed hangs the way: this fails it
 def test_a_list_that_swallows_its_alarms_is_killed_at_its_cap():
     began = time.monotonic()
     seen, _ = run([(SWALLOWS, [(0,), (0,)], None, (0.5, 0.5))])
     assert seen[0] == [(False, None), (False, None)]
-    assert 0.5 + GRACE_S <= time.monotonic() - began < 0.5 + GRACE_S + 3
+    assert time.monotonic() - began >= 0.5 + GRACE_S  # waited out its cap and the grace, not cut short
