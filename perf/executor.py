@@ -556,8 +556,8 @@ def run_cure(workload: Workload, parallel: int, sample: int) -> WayResult:
 # (d) ours
 # --------------------------------------------------------------------------------------------
 
-def run_ours(workload: Workload, parallel: int) -> WayResult:
-    executor = make_executor("local", SandboxLimits(), parallel)  # as commands make it: checked with a canary
+def run_ours(workload: Workload, parallel: int, isolation: str = "process") -> WayResult:
+    executor = make_executor("local", SandboxLimits(isolation=isolation), parallel)  # as commands make it: a canary
     passed, statuses, workers, timed_out = 0, Counter(), 0, []
     task_seconds, progress, verdicts = Counter(), Progress("ours", len(workload.candidates)), {}
     began = time.perf_counter()
@@ -697,6 +697,8 @@ def main(argv: list[str] | None = None) -> int:
                              "extrapolate calls/s; 0 runs the whole workload (over an hour on 2 cores). Default 300")
     parser.add_argument("--only", default=None, metavar="N,...",
                         help="run only these candidates (numbers as printed under 'differs'), to recheck them")
+    parser.add_argument("--isolation", choices=("process", "bwrap"), default="process",
+                        help="the isolation level of the ours way (the targets are judged at the default, process)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
     ways = [w.strip() for w in args.ways.split(",") if w.strip()]
@@ -747,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
             results[way] = run_lists(workload, args.parallel, judge_outputs, WayResult, LOAD_TIME_LIMIT_S,
                                      MEMORY_HEADROOM)
         else:
-            results[way] = run_ours(workload, args.parallel)
+            results[way] = run_ours(workload, args.parallel, args.isolation)
         result = results[way]
         result.cpu_seconds = process_tree_cpu() - cpu_before
         result.load = (round(load_before, 2), round(os.getloadavg()[0], 2))

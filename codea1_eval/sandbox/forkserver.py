@@ -2,12 +2,13 @@
 
 A fresh ``python -I -S worker.py`` costs a worker ~45 ms here, before its candidate runs; evalplus forks
 from a warm parent instead. A template (``worker.py --serve``, started once per harness process and
-isolation level) has the worker's code and common standard-library modules imported and forks one
+isolation level, and at ``bwrap`` per set of hidden folders) has the worker's code and common standard-library modules imported and forks one
 worker per request. A forked worker then does exactly what a fresh one does: its own session, folder,
 environment, pipes, rlimits, cgroup and Landlock domain, all before it reads any candidate code. It
 inherits nothing a candidate could use: jobs go from the harness straight to the worker's own pipe, never
 through the template; the template holds no data, runs no candidate code, and its control socket is
-closed in the worker before anything else. The harness owns each worker through a pidfd, and the
+closed in the worker before anything else. The harness owns each worker through a pidfd (which the template
+sends with each worker's pid, so the harness knows its pid on the machine), and the
 template reaps a worker only once the harness has released it (after the kill), so no signal of the
 harness's can reach a reused pid or process group. A template that died (or that a candidate killed,
 where Landlock's signal scoping is missing), or whose limits, priority or affinity a candidate changed
@@ -15,8 +16,15 @@ where Landlock's signal scoping is missing), or whose limits, priority or affini
 template's string-hash seed, as evalplus' forked workers share their parent's (``-I`` ignores
 ``PYTHONHASHSEED``, so fresh workers each drew their own).
 
-Used at the ``process`` level. ``bwrap`` workers still start fresh, each in its own namespaces (one
-template per namespace set is future work); ``CODEA1_FORKSERVER=off`` starts every worker fresh too.
+At the ``bwrap`` level a template runs inside bubblewrap's namespaces (one per set of hidden folders, started
+as a fresh worker would be, with a folder its workers' folders are made in), so its workers are kept from the
+machine as a fresh ``bwrap`` worker is: a read-only root, hidden folders covered, no network, no process outside
+the namespace. Its workers share those namespaces with each other, as ``process``-level workers share the
+machine's, and are kept apart the same way: each confines itself to its own folder with Landlock, whose signal
+and abstract-socket scope (ABI >= 6) keeps it from its siblings and its template, and installs the seccomp fence.
+So ``bwrap`` workers are forked only where both are in force, and only without grants (a granted /tmp, /dev/shm
+or TCP would be shared by siblings, where fresh ``bwrap`` workers each get their own); elsewhere they start fresh.
+``CODEA1_FORKSERVER=off`` starts every worker fresh.
 """
 
 from __future__ import annotations
@@ -29,13 +37,17 @@ import select
 import signal
 import socket
 import struct
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
+from typing import Sequence
 
 from codea1_eval.errors import UserError
-from codea1_eval.sandbox.landlock import DEVICES, kernel_abi, readable_folders
+from codea1_eval.sandbox.isolation import make_isolation
+from codea1_eval.sandbox.landlock import DEVICES, SCOPE_ABI, abi_in_force, kernel_abi, readable_folders, worker_fence
 from codea1_eval.sandbox.process_traits import process_traits
 from codea1_eval.sandbox.switches import read_switch
 
@@ -65,12 +77,15 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
 
 
 class ForkedWorker:
-    """A worker forked by a template: the part of ``subprocess.Popen`` the engine uses, through a pidfd."""
+    """A worker forked by a template: the part of ``subprocess.Popen`` the engine uses, through a pidfd. ``pid`` is
+    its pid on this machine (for its cgroup and process group), ``template_pid`` the one its template knows it by
+    (another, inside a ``bwrap`` template's PID namespace)."""
 
-    def __init__(self, pid: int, pidfd: int, template: "Template"):
+    def __init__(self, pid: int, pidfd: int, template: "Template", template_pid: int):
         self.pid = pid
         self.pidfd = pidfd
         self.template = template
+        self.template_pid = template_pid
 
     def kill(self) -> None:
         try:
@@ -87,24 +102,30 @@ class ForkedWorker:
     def release(self) -> None:
         """After the kill: let the template reap the worker (only now may its pid be reused)."""
         os.close(self.pidfd)
-        self.template.release(self.pid)
+        self.template.release(self.template_pid)
 
 
 class Template:
-    """One template process and the socket that asks it for workers (one request at a time)."""
+    """One template process and the socket that asks it for workers (one request at a time). At ``bwrap``, the
+    template runs inside bubblewrap with ``hidden`` covered, and its workers' folders are made in ``workroot``."""
 
-    def __init__(self) -> None:
+    def __init__(self, isolation: str = "process", hidden: Sequence[Path] = ()) -> None:
+        command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", "FD", json.dumps(fixed_policy_paths())]
+        self.workroot = None if isolation == "process" else Path(tempfile.mkdtemp(prefix="codea1_workers_"))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command[command.index("FD")] = str(theirs.fileno())
         try:
+            if self.workroot is not None:  # ends when its socket does (no --die-with-parent: that follows a thread)
+                command = make_isolation(isolation).wrap(command, self.workroot, list(hidden),
+                                                         [WORKER_SCRIPT.parents[1]], lasting=True)
+            self.stderr = tempfile.TemporaryFile()  # why it ended, where it did (a bwrap refused its namespaces)
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", str(theirs.fileno()),
-                 json.dumps(fixed_policy_paths())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, cwd="/", env=scrubbed_env(Path("/")), start_new_session=True,
-                close_fds=True,
+                command, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=self.stderr, cwd="/", env=scrubbed_env(Path("/")), start_new_session=True, close_fds=True,
             )
         except BaseException:
             ours.close()
+            self._remove_workroot()
             raise
         finally:
             theirs.close()
@@ -112,13 +133,17 @@ class Template:
         self.control = ours
         self.lock = threading.Lock()
         self.broken = False
+        self.live = 0  # workers not yet released (a bwrap template's end kills them: ``_evict`` waits for none)
+        self.own_pids: list[int] = []  # its processes on this machine (``_greeted``): bwrap's too, where wrapped
         self.traits = process_traits(self.process.pid)  # what a candidate's process could change in it (``alive``)
 
     def alive(self) -> bool:
         """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
-        can change them, as the same user; every worker forked from it later would inherit them)."""
+        can change them, as the same user; every worker forked from it later would inherit them), and its workers'
+        folder still there (a caller may remove the temporary folder it was made in)."""
         return (not self.broken and self.process.poll() is None and self.traits is not None
-                and process_traits(self.process.pid) == self.traits)
+                and process_traits(self.process.pid) == self.traits
+                and (self.workroot is None or self.workroot.is_dir()))
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
         """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which
@@ -128,23 +153,44 @@ class Template:
             if self.broken:  # another thread found it dead or hung while this one waited
                 raise OSError("the fork-server template stopped answering")
             try:
+                if not self.own_pids:
+                    self._greeted()
                 socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd, progress_fd])
-                reply = self.control.recv(4)
+                reply, pidfds, _, _ = socket.recv_fds(self.control, 4, 1)
             except OSError:
                 self.broken = True
                 raise
             if len(reply) != 4:
                 self.broken = True
-                raise OSError("the fork-server template exited")
-            (pid,) = struct.unpack(">i", reply)
-            if pid <= 0:
-                raise OSError(-pid, f"the fork-server template cannot fork: {os.strerror(-pid)}")
+                raise OSError(self.exit_report())
+            (template_pid,) = struct.unpack(">i", reply)
+            if template_pid <= 0 or len(pidfds) != 1:
+                raise OSError(-template_pid, f"the fork-server template cannot fork: {os.strerror(-template_pid)}")
             # Not reaped before ``release``: a worker that already died is a zombie, still this pid.
-            return ForkedWorker(pid, os.pidfd_open(pid), self)
+            self.live += 1
+            return ForkedWorker(pid_of(pidfds[0]), pidfds[0], self, template_pid)
+
+    def _greeted(self) -> None:
+        """Read the template's greeting (sent once it is warm): its pidfd, so its pid here, and, inside bubblewrap,
+        the pids of bwrap's two processes it runs under (none of them runs candidate code)."""
+        hello, pidfds, _, _ = socket.recv_fds(self.control, 1, 1)
+        if hello != b"H" or len(pidfds) != 1:
+            self.broken = True
+            raise OSError(self.exit_report())
+        pid = pid_of(pidfds[0])
+        os.close(pidfds[0])
+        self.own_pids = [pid] if self.workroot is None else [self.process.pid, _parent(pid), pid]
+
+    def exit_report(self) -> str:
+        """What to say of a template that exited: what it wrote to its stderr (a bwrap that could not start says
+        why), else that it exited."""
+        self.stderr.seek(0)
+        return self.stderr.read(2000).decode(errors="replace").strip() or "the fork-server template exited"
 
     def release(self, pid: int) -> None:
-        """Tell the template it may reap ``pid`` (no reply; a template that died left it to init)."""
+        """Tell the template it may reap ``pid`` (its pid there; no reply; a template that died left it to init)."""
         with self.lock:
+            self.live -= 1
             try:
                 self.control.send(b"R%d" % pid)
             except OSError:
@@ -158,11 +204,34 @@ class Template:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.stderr.close()
+        self._remove_workroot()
+
+    def _remove_workroot(self) -> None:
+        if self.workroot is not None:
+            shutil.rmtree(self.workroot, ignore_errors=True)
 
 
-_TEMPLATES: dict[str, Template] = {}
+def pid_of(pidfd: int) -> int:
+    """The pid on this machine of the process ``pidfd`` refers to (a worker of a ``bwrap`` template has another
+    inside its namespace): the ``Pid:`` line of the pidfd's ``fdinfo``."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as info:
+        for line in info:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    raise OSError(f"no Pid in the fdinfo of pidfd {pidfd}")
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rpartition(")")[2].split()[1])
+
+
+_TEMPLATES: dict[tuple, Template] = {}  # least recently used first
 _TEMPLATES_LOCK = threading.Lock()
-FORKED_LEVELS = ("process",)
+MAX_BWRAP_TEMPLATES = 4
+"""``bwrap`` templates kept at once (one per set of hidden folders: a run has one; a test suite may have many). The
+least recently used one that no worker still needs ends when another would be one too many."""
 
 
 def fixed_policy_paths() -> list[str]:
@@ -186,24 +255,56 @@ def _have_pidfds() -> bool:
     return True
 
 
-def template_for(isolation: str) -> Template | None:
-    """The live template for ``isolation`` (started on first use), or None where workers start fresh."""
-    if isolation not in FORKED_LEVELS or not enabled():
+def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Path] = ()) -> Template | None:
+    """The live template for workers at ``isolation`` with ``grants`` and ``hidden`` folders (started on first use),
+    or None where workers start fresh."""
+    if not forked(isolation, grants):
         return None
-    with _TEMPLATES_LOCK:
-        template = _TEMPLATES.get(isolation)
-        dead = template if template is not None and not template.alive() else None
-        if template is None or dead is not None:
-            template = _TEMPLATES[isolation] = Template()
-    if dead is not None:
-        dead.close()  # outside the lock: this waits for the process
+    key = (isolation,) if isolation == "process" else (isolation, *map(str, hidden))
+    ended = []
+    try:
+        with _TEMPLATES_LOCK:
+            template = _TEMPLATES.pop(key, None)
+            if template is not None and not template.alive():
+                ended.append(template)
+                template = None
+            if template is None:
+                template = Template(isolation, hidden)
+                ended += _evict()
+            _TEMPLATES[key] = template  # now the most recently used
+    finally:
+        for old in ended:
+            old.close()  # outside the lock: this waits for the process
     return template
+
+
+def forked(isolation: str, grants: Sequence[str] = ()) -> bool:
+    """Whether workers at ``isolation`` with ``grants`` are forked from a template: always at ``process`` (where
+    ``enabled``); at ``bwrap`` where its workers are kept from each other and from it as fresh ones are: no grants,
+    Landlock's signal scope in force and the seccomp fence installed (see the module's docstring)."""
+    if not enabled():
+        return False
+    return isolation == "process" or not grants and abi_in_force(isolation) >= SCOPE_ABI and worker_fence() is not None
+
+
+def _evict() -> list[Template]:
+    """Take out of ``_TEMPLATES`` (under its lock) the ``bwrap`` templates without live workers that are no longer
+    ``alive`` (their folder removed, say), then the least recently used ones while there would be more than
+    ``MAX_BWRAP_TEMPLATES`` with the one being started; the caller ends them."""
+    idle = [key for key, template in _TEMPLATES.items() if key[0] == "bwrap" and template.live == 0]
+    taken = [_TEMPLATES.pop(key) for key in idle if not _TEMPLATES[key].alive()]
+    idle = [key for key in idle if key in _TEMPLATES]
+    extra = sum(key[0] == "bwrap" for key in _TEMPLATES) + 1 - MAX_BWRAP_TEMPLATES
+    return taken + [_TEMPLATES.pop(key) for key in idle[:max(extra, 0)]]
 
 
 def prestart(isolation: str) -> None:
     """Start ``isolation``'s template now (it readies itself while the caller goes on): a command does so before
     loading its benchmark, so that its canary finds the template ready (~60 ms less start-up). A template that
-    cannot start is left for the canary to report, with its reason."""
+    cannot start is left for the canary to report, with its reason. Only at ``process``: a ``bwrap`` template
+    depends on the benchmark's hidden folders, not known yet."""
+    if isolation != "process":
+        return
     try:
         template_for(isolation)
     except (OSError, UserError):
@@ -211,9 +312,10 @@ def prestart(isolation: str) -> None:
 
 
 def template_pids() -> list[int]:
-    """The pids of this process's live templates (they run no candidate code)."""
+    """The pids of this process's running templates (they run no candidate code), with bwrap's processes of those
+    inside it."""
     with _TEMPLATES_LOCK:
-        return [t.process.pid for t in _TEMPLATES.values() if t.alive()]
+        return [pid for t in _TEMPLATES.values() if t.process.poll() is None for pid in t.own_pids or [t.process.pid]]
 
 
 def shutdown() -> None:

@@ -25,12 +25,14 @@ class ProcessIsolation:
 
     name = "process"
 
-    def wrap(self, command: list[str], workdir: Path, hidden: list[Path], readable: list[Path]) -> list[str]:
+    def wrap(self, command: list[str], workdir: Path, hidden: list[Path], readable: list[Path],
+             lasting: bool = False) -> list[str]:
         return command
 
 
 class BubblewrapIsolation:
-    """The process level inside bubblewrap: read-only root, private /tmp, no network, own PID space.
+    """The process level inside bubblewrap: read-only root, private /tmp, no network, own PID space; Landlock and
+    the seccomp fence as at the process level (workers forked from one template share its namespaces: ``forkserver.py``).
 
     ``hidden`` paths (dataset and cache folders) are covered by empty tmpfs mounts so a candidate
     cannot read reference solutions or cached expected outputs; ``readable`` paths (the harness
@@ -48,9 +50,13 @@ class BubblewrapIsolation:
                 "--isolation bwrap needs bubblewrap: install it with `apt-get install -y bubblewrap`."
             )
 
-    def wrap(self, command: list[str], workdir: Path, hidden: list[Path], readable: list[Path]) -> list[str]:
+    def wrap(self, command: list[str], workdir: Path, hidden: list[Path], readable: list[Path],
+             lasting: bool = False) -> list[str]:
+        """``command`` inside bubblewrap, ``workdir`` its writable folder (and its working directory); ``lasting``:
+        a fork-server template, which outlives the thread that starts it (so no ``--die-with-parent``, which kills
+        the sandbox when that thread ends: it ends when its socket does) and works in ``/``."""
         prefix = [
-            self.binary, "--unshare-all", "--die-with-parent", "--new-session",
+            self.binary, "--unshare-all", *([] if lasting else ["--die-with-parent"]), "--new-session",
             "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
         ]
         for path in dict.fromkeys([*interpreter_paths(), *readable]):
@@ -58,7 +64,7 @@ class BubblewrapIsolation:
         for path in hidden:  # after the binds: a hidden folder stays hidden even inside a bound one
             if path.is_dir():
                 prefix += ["--tmpfs", str(path)]
-        prefix += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
+        prefix += ["--bind", str(workdir), str(workdir), "--chdir", "/" if lasting else str(workdir)]
         return prefix + command
 
 

@@ -1,7 +1,7 @@
-"""Landlock at the ``process`` level: what a worker may touch once it restricts itself, and what is in force.
+"""Landlock: what a worker may touch once it restricts itself, and what is in force.
 
 Linux's Landlock needs no root and no namespaces, so it works in unprivileged containers where
-bubblewrap cannot. Before any candidate code runs, a ``process``-level worker applies the policy built
+bubblewrap cannot. Before any candidate code runs, a worker at either level applies the policy built
 here (``worker_policy``; the worker's ``confine`` makes the system calls): it may write only inside its
 working directory, read only the interpreter's folders and the system's (``/usr``, ``/lib``, 28 named
 entries of ``/etc``, ``/proc``, ``/sys``), so the data, cache and run folders are unreadable; with ABI >= 3 it cannot truncate a
@@ -74,10 +74,13 @@ def kernel_abi() -> int:
 
 
 def abi_in_force(isolation: str) -> int:
-    """The Landlock ABI a worker at ``isolation`` restricts itself with: 0 at ``bwrap`` (its namespaces
-    contain the same), with ``CODEA1_LANDLOCK=off``, or on a kernel without Landlock."""
+    """The Landlock ABI a worker at ``isolation`` restricts itself with: 0 with ``CODEA1_LANDLOCK=off`` or on a
+    kernel without Landlock. ``bwrap`` workers restrict themselves too: workers forked from one template share its
+    namespaces (``forkserver.py``), and Landlock keeps them apart as it keeps ``process``-level workers apart; a
+    fresh ``bwrap`` worker gets the same policy, so that a program's verdict never depends on which way its
+    worker started."""
     setting = _landlock_setting()
-    if isolation != "process" or setting == "off":
+    if setting == "off":
         return 0
     return kernel_abi() if setting == "auto" else int(setting)
 
@@ -124,17 +127,18 @@ def protections(isolation: str, grants: Sequence[str] = ()) -> dict[str, object]
     ``truncate`` (of files outside), ``network`` (TCP connect and bind), ``signals`` (signals and abstract
     UNIX sockets outside the sandbox), ``processes`` (other processes' limits, priority, scheduling and affinity);
     a ``grants`` entry (``GRANTS``) gives one back at the process level."""
-    if isolation == "bwrap":
-        return {"landlock_abi": 0, "files": True, "truncate": True, "network": True, "signals": True,
-                "processes": True, "by": "bwrap namespaces"}
     abi = abi_in_force(isolation)
+    fenced = worker_fence() is not None
+    if isolation == "bwrap":
+        by = "bwrap namespaces" + (f"; landlock ABI {abi}" if abi else "") + ("; seccomp fence" if fenced else "")
+        return {"landlock_abi": abi, "files": True, "truncate": True, "network": True, "signals": True,
+                "processes": True, "by": by}
     if abi:
         by = f"landlock ABI {abi}" + "".join(f"; granted: {grant_wording(grant)}" for grant in grants)
     elif _landlock_setting() == "off":
         by = f"nothing: landlock switched off ({SWITCH}=off)"
     else:
         by = "nothing: this kernel has no landlock"
-    fenced = worker_fence() is not None
     files = abi >= 1 and not set(GRANTED_FOLDERS) & set(grants)
     # the fence covers the system calls; Landlock the other ways in (writes to /proc/PID/autogroup or oom_score_adj
     # are refused as writes outside, ptrace as reaching out of its domain)

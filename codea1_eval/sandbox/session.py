@@ -153,7 +153,8 @@ class WorkerSession:
     def __init__(self, limits: SandboxLimits, hidden: list[Path]):
         self.limits = limits
         self.batched = True
-        self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_"))
+        template = template_for(limits.isolation, limits.grants, hidden)
+        self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_", dir=template and template.workroot))
         self.tmp_layers = self.progress = self.stderr = None
         try:
             if private_tmp.wanted(limits.isolation, limits.grants):
@@ -168,7 +169,6 @@ class WorkerSession:
         self.cgroup = PidsCgroup.create(limits.max_processes)
         self.reader = FrameReader(read_fd)
         try:
-            template = template_for(limits.isolation)
             if template is None:
                 self.job_writer = self._start_fresh(limits.isolation, hidden, write_fd)
             else:

@@ -58,12 +58,16 @@ _exit = os._exit  # bound now: candidate code in a forked worker could replace o
 
 
 def serve(worker, control_fd, preopened_paths):
-    """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone): ``F`` + a folder
-    with four file descriptors (job pipe, result pipe, stderr, progress page) forks a worker running ``worker.main``
-    there and replies with its pid, or -errno; ``R`` + a pid releases a worker (no reply). Released
+    """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone), once it has sent ``H`` with
+    a pidfd of its own (by which the harness knows its pid on the machine): ``F`` + a folder with four file
+    descriptors (job pipe, result pipe, stderr, progress page) forks a worker running ``worker.main`` there and
+    replies with its pid and a pidfd, or -errno (``_reply``); ``R`` + a pid releases a worker (no reply). Released
     workers are reaped here (so their CPU time counts among the template's children's)."""
     warm_up(worker, preopened_paths)
     control = socket.socket(fileno=control_fd)
+    own = os.pidfd_open(os.getpid())
+    socket.send_fds(control, [b"H"], [own])
+    os.close(own)
     signal.signal(signal.SIGCHLD, _reap_released)
     while True:
         try:
@@ -88,7 +92,25 @@ def serve(worker, control_fd, preopened_paths):
             _run_forked(worker, control, body, fds)
         for fd in fds:
             os.close(fd)
-        control.sendall(struct.pack(">i", pid))
+        _reply(control, pid)
+
+
+def _reply(control, pid):
+    """Answer a fork request: the worker's pid here and a pidfd for it (by which the harness knows its pid on the
+    machine, another inside a ``bwrap`` namespace), or -errno and no pidfd."""
+    pidfd = None
+    if pid > 0:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as exc:  # the worker is unreachable for the harness: end it, and say why
+            os.kill(pid, signal.SIGKILL)
+            RELEASED.add(pid)
+            pid = -exc.errno
+    try:
+        socket.send_fds(control, [struct.pack(">i", pid)], [] if pidfd is None else [pidfd])
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _reap_released(signum=None, frame=None):

@@ -76,8 +76,9 @@ class Sandbox:
     def __init__(self, isolation: str, root: Path):
         self.isolation = isolation
         self.root = root
-        self.landlock = protections(isolation) if isolation == "process" else {}
-        """At the process level: which of files, network and signals Landlock contains on this machine."""
+        self.landlock = protections("process")
+        """Which of files, network and signals Landlock contains on this machine (workers at both levels confine
+        themselves; ``bwrap``'s namespaces contain more)."""
         self.limits = SandboxLimits(isolation=isolation, memory_mb=1024, load_time_limit=5.0)
         self.before = {p.pid for p in psutil.process_iter()}
 

@@ -19,11 +19,12 @@ WITHOUT_LANDLOCK = ("landlock switched off (CODEA1_LANDLOCK=off); seccomp fence"
                     else "nothing: landlock switched off (CODEA1_LANDLOCK=off)")
 
 
-def test_the_process_level_uses_the_kernels_abi_and_bwrap_none(monkeypatch):
+def test_both_levels_use_the_kernels_abi(monkeypatch):
     monkeypatch.delenv("CODEA1_LANDLOCK", raising=False)
-    assert (abi_in_force("process"), abi_in_force("bwrap")) == (kernel_abi(), 0)
+    assert (abi_in_force("process"), abi_in_force("bwrap")) == (kernel_abi(), kernel_abi())
     monkeypatch.setenv("CODEA1_LANDLOCK", "off")
-    assert abi_in_force("process") == 0 and worker_policy("process", Path("/tmp/w")) is None
+    assert (abi_in_force("process"), abi_in_force("bwrap")) == (0, 0)
+    assert worker_policy("process", Path("/tmp/w")) is None and worker_policy("bwrap", Path("/tmp/w")) is None
 
 
 @pytest.mark.parametrize("value", ["maybe", "0", "99"])
@@ -72,7 +73,15 @@ def test_manifest_facts_name_what_was_missing(monkeypatch):
                                     "signals": False, "processes": False, "by": WITHOUT_LANDLOCK,
                                     "readable_private_paths": ["/data"]}
     assert protections("bwrap") == {"landlock_abi": 0, "files": True, "truncate": True, "network": True,
-                                    "signals": True, "processes": True, "by": "bwrap namespaces"}
+                                    "signals": True, "processes": True, "by": "bwrap namespaces" + FENCE}
+
+
+@needs_landlock
+def test_bwrap_workers_confine_themselves_too(monkeypatch):
+    monkeypatch.setenv("CODEA1_LANDLOCK", "3")
+    assert worker_policy("bwrap", Path("/tmp/w")) == worker_policy("process", Path("/tmp/w"))
+    assert protections("bwrap") == {"landlock_abi": 3, "files": True, "truncate": True, "network": True,
+                                    "signals": True, "processes": True, "by": "bwrap namespaces; landlock ABI 3" + FENCE}
 
 
 @needs_landlock
