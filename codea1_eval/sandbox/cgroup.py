@@ -33,6 +33,11 @@ def _writable_root() -> Path | None:
     return None
 
 
+def available() -> bool:
+    """Whether this machine lets us make per-worker pids cgroups."""
+    return _writable_root() is not None
+
+
 class PidsCgroup:
     """A throw-away cgroup holding one worker and everything it spawns."""
 

@@ -19,11 +19,14 @@ template's string-hash seed, as evalplus' forked workers share their parent's (`
 At the ``bwrap`` level a template runs inside bubblewrap's namespaces (one per set of hidden folders, started
 as a fresh worker would be, with a folder its workers' folders are made in), so its workers are kept from the
 machine as a fresh ``bwrap`` worker is: a read-only root, hidden folders covered, no network, no process outside
-the namespace. Its workers share those namespaces with each other, as ``process``-level workers share the
-machine's, and are kept apart the same way: each confines itself to its own folder with Landlock, whose signal
-and abstract-socket scope (ABI >= 6) keeps it from its siblings and its template, and installs the seccomp fence.
-So ``bwrap`` workers are forked only where both are in force, and only without grants (a granted /tmp, /dev/shm
-or TCP would be shared by siblings, where fresh ``bwrap`` workers each get their own); elsewhere they start fresh.
+the namespace. The template is its PID namespace's first process, so everything in there ends when it does (its
+socket closed: the harness ended, even by SIGKILL). Each worker enters a user, network, IPC and UTS namespace of its
+own (``namespaces.py``); it shares the PID and mount namespaces with its siblings, as ``process``-level workers
+share the machine's, and is kept apart the same way: it confines itself to its own folder with Landlock, whose
+signal and abstract-socket scope (ABI >= 6) keeps it from its siblings and its template, installs the seccomp
+fence, and its cgroup holds its orphans. So ``bwrap`` workers are forked only where all of these are in force, and
+only without grants (a granted /tmp, /dev/shm or TCP would be shared by siblings, where fresh ``bwrap`` workers each
+get their own); elsewhere they start fresh.
 ``CODEA1_FORKSERVER=off`` starts every worker fresh.
 """
 
@@ -42,10 +45,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Sequence
 
 from codea1_eval.errors import UserError
+from codea1_eval.sandbox import cgroup
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.landlock import DEVICES, SCOPE_ABI, abi_in_force, kernel_abi, readable_folders, worker_fence
 from codea1_eval.sandbox.process_traits import process_traits
@@ -116,7 +121,7 @@ class Template:
         command[command.index("FD")] = str(theirs.fileno())
         try:
             if self.workroot is not None:  # ends when its socket does (no --die-with-parent: that follows a thread)
-                command = make_isolation(isolation).wrap(command, self.workroot, list(hidden),
+                command = make_isolation(isolation).wrap([*command, "--bwrap"], self.workroot, list(hidden),
                                                          [WORKER_SCRIPT.parents[1]], lasting=True)
             self.stderr = tempfile.TemporaryFile()  # why it ended, where it did (a bwrap refused its namespaces)
             self.process = subprocess.Popen(
@@ -134,15 +139,23 @@ class Template:
         self.lock = threading.Lock()
         self.broken = False
         self.live = 0  # workers not yet released (a bwrap template's end kills them: ``_evict`` waits for none)
+        self.last_used = time.monotonic()
         self.own_pids: list[int] = []  # its processes on this machine (``_greeted``): bwrap's too, where wrapped
-        self.traits = process_traits(self.process.pid)  # what a candidate's process could change in it (``alive``)
+        self.able = True  # whether it can fork workers (inside bwrap: they can enter namespaces of their own)
+        if self.workroot is not None:  # wait for it: whether it is able decides whether workers start fresh
+            try:
+                self._greeted()
+            except OSError:
+                pass  # reported by the first fork (``broken``)
+        # What a candidate's process could change in it (``alive``)
+        self.traits = process_traits(self.own_pids[-1] if self.own_pids else self.process.pid)
 
     def alive(self) -> bool:
         """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
         can change them, as the same user; every worker forked from it later would inherit them), and its workers'
         folder still there (a caller may remove the temporary folder it was made in)."""
         return (not self.broken and self.process.poll() is None and self.traits is not None
-                and process_traits(self.process.pid) == self.traits
+                and process_traits(self.own_pids[-1] if self.own_pids else self.process.pid) == self.traits
                 and (self.workroot is None or self.workroot.is_dir()))
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
@@ -151,7 +164,8 @@ class Template:
         OSError if the template cannot fork (the engine retries, on a new template if this one died)."""
         with self.lock:
             if self.broken:  # another thread found it dead or hung while this one waited
-                raise OSError("the fork-server template stopped answering")
+                raise OSError(self.exit_report() if self.process.poll() is not None
+                              else "the fork-server template stopped answering")
             try:
                 if not self.own_pids:
                     self._greeted()
@@ -164,22 +178,33 @@ class Template:
                 self.broken = True
                 raise OSError(self.exit_report())
             (template_pid,) = struct.unpack(">i", reply)
-            if template_pid <= 0 or len(pidfds) != 1:
+            if template_pid <= 0:
                 raise OSError(-template_pid, f"the fork-server template cannot fork: {os.strerror(-template_pid)}")
             # Not reaped before ``release``: a worker that already died is a zombie, still this pid.
             self.live += 1
-            return ForkedWorker(pid_of(pidfds[0]), pidfds[0], self, template_pid)
+        pid = pid_of(pidfds[0]) if len(pidfds) == 1 else 0
+        if pid <= 1:  # no pidfd came (this process is out of descriptors), or no pid here: the worker ends unused
+            for pidfd in pidfds:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                os.close(pidfd)
+            self.release(template_pid)  # (without its pidfd, its job pipe's end closes it)
+            raise OSError(f"the fork-server template's worker {template_pid} cannot be reached from here")
+        return ForkedWorker(pid, pidfds[0], self, template_pid)
 
     def _greeted(self) -> None:
-        """Read the template's greeting (sent once it is warm): its pidfd, so its pid here, and, inside bubblewrap,
-        the pids of bwrap's two processes it runs under (none of them runs candidate code)."""
-        hello, pidfds, _, _ = socket.recv_fds(self.control, 1, 1)
-        if hello != b"H" or len(pidfds) != 1:
+        """Read the template's greeting (sent once it is warm): whether it can fork workers, and its pidfd, so its
+        pid here (inside bubblewrap, bwrap's own process comes first: neither runs candidate code)."""
+        try:
+            hello, pidfds, _, _ = socket.recv_fds(self.control, 2, 1)
+        except OSError:
+            self.broken = True
+            raise
+        if hello not in (b"H0", b"H1") or len(pidfds) != 1:
             self.broken = True
             raise OSError(self.exit_report())
         pid = pid_of(pidfds[0])
         os.close(pidfds[0])
-        self.own_pids = [pid] if self.workroot is None else [self.process.pid, _parent(pid), pid]
+        self.own_pids, self.able = list(dict.fromkeys([self.process.pid, pid])), hello == b"H1"
 
     def exit_report(self) -> str:
         """What to say of a template that exited: what it wrote to its stderr (a bwrap that could not start says
@@ -202,6 +227,11 @@ class Template:
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
+            for pid in reversed(self.own_pids):  # the template first: inside bwrap, its end ends its namespace
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             self.process.kill()
             self.process.wait()
         self.stderr.close()
@@ -222,16 +252,15 @@ def pid_of(pidfd: int) -> int:
     raise OSError(f"no Pid in the fdinfo of pidfd {pidfd}")
 
 
-def _parent(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as stat:
-        return int(stat.read().rpartition(")")[2].split()[1])
-
-
 _TEMPLATES: dict[tuple, Template] = {}  # least recently used first
 _TEMPLATES_LOCK = threading.Lock()
 MAX_BWRAP_TEMPLATES = 4
 """``bwrap`` templates kept at once (one per set of hidden folders: a run has one; a test suite may have many). The
 least recently used one that no worker still needs ends when another would be one too many."""
+EVICT_AFTER_S = 5.0
+"""A template handed out this recently is never ended for another (its caller may not have forked from it yet)."""
+_REFUSED: set[str] = set()
+"""Levels whose template said it cannot fork workers here (``Template.able``): their workers start fresh."""
 
 
 def fixed_policy_paths() -> list[str]:
@@ -260,7 +289,8 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
     or None where workers start fresh."""
     if not forked(isolation, grants):
         return None
-    key = (isolation,) if isolation == "process" else (isolation, *map(str, hidden))
+    # Only the hidden folders that exist are covered (a template keeps its mounts): one made later needs a new one
+    key = (isolation,) if isolation == "process" else (isolation, *(str(path) for path in hidden if path.is_dir()))
     ended = []
     try:
         with _TEMPLATES_LOCK:
@@ -271,6 +301,11 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
             if template is None:
                 template = Template(isolation, hidden)
                 ended += _evict()
+            if not template.able:  # its workers cannot have namespaces of their own here: they start fresh
+                _REFUSED.add(isolation)
+                ended.append(template)
+                return None
+            template.last_used = time.monotonic()
             _TEMPLATES[key] = template  # now the most recently used
     finally:
         for old in ended:
@@ -281,17 +316,20 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
 def forked(isolation: str, grants: Sequence[str] = ()) -> bool:
     """Whether workers at ``isolation`` with ``grants`` are forked from a template: always at ``process`` (where
     ``enabled``); at ``bwrap`` where its workers are kept from each other and from it as fresh ones are: no grants,
-    Landlock's signal scope in force and the seccomp fence installed (see the module's docstring)."""
-    if not enabled():
+    Landlock's signal scope in force, the seccomp fence installed, and per-worker cgroups (a fresh worker's
+    orphans end with its own PID namespace; a forked one's with its cgroup). See the module's docstring."""
+    if not enabled() or isolation in _REFUSED:
         return False
-    return isolation == "process" or not grants and abi_in_force(isolation) >= SCOPE_ABI and worker_fence() is not None
+    return isolation == "process" or (not grants and abi_in_force(isolation) >= SCOPE_ABI
+                                      and worker_fence() is not None and cgroup.available())
 
 
 def _evict() -> list[Template]:
     """Take out of ``_TEMPLATES`` (under its lock) the ``bwrap`` templates without live workers that are no longer
     ``alive`` (their folder removed, say), then the least recently used ones while there would be more than
     ``MAX_BWRAP_TEMPLATES`` with the one being started; the caller ends them."""
-    idle = [key for key, template in _TEMPLATES.items() if key[0] == "bwrap" and template.live == 0]
+    idle = [key for key, template in _TEMPLATES.items()
+            if key[0] == "bwrap" and template.live == 0 and time.monotonic() - template.last_used > EVICT_AFTER_S]
     taken = [_TEMPLATES.pop(key) for key in idle if not _TEMPLATES[key].alive()]
     idle = [key for key in idle if key in _TEMPLATES]
     extra = sum(key[0] == "bwrap" for key in _TEMPLATES) + 1 - MAX_BWRAP_TEMPLATES

@@ -54,9 +54,10 @@ class BubblewrapIsolation:
              lasting: bool = False) -> list[str]:
         """``command`` inside bubblewrap, ``workdir`` its writable folder (and its working directory); ``lasting``:
         a fork-server template, which outlives the thread that starts it (so no ``--die-with-parent``, which kills
-        the sandbox when that thread ends: it ends when its socket does) and works in ``/``."""
+        the sandbox when that thread ends: it ends when its socket does), works in ``/`` and is its PID namespace's
+        first process (``--as-pid-1``), so that everything in there ends with it."""
         prefix = [
-            self.binary, "--unshare-all", *([] if lasting else ["--die-with-parent"]), "--new-session",
+            self.binary, "--unshare-all", *(["--as-pid-1"] if lasting else ["--die-with-parent"]), "--new-session",
             "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc",
         ]
         for path in dict.fromkeys([*interpreter_paths(), *readable]):

@@ -1,8 +1,10 @@
 """The fork-server template: a warm worker interpreter that forks one worker per request.
 
-Loaded by ``worker.py --serve CONTROL_FD PATHS`` (see ``forkserver.py`` for the harness's side), so, like the
-worker, it imports only the standard library. It never runs candidate code and never sees a job: the
-harness sends each job straight to the forked worker's own pipe.
+Loaded by ``worker.py --serve CONTROL_FD PATHS [--bwrap]`` (see ``forkserver.py`` for the harness's side), so,
+like the worker, it imports only the standard library. It never runs candidate code and never sees a job: the
+harness sends each job straight to the forked worker's own pipe. Inside bubblewrap (``--bwrap``) it is its PID
+namespace's first process, so everything in there ends when it does; it reaps what is left to it there (a
+candidate's orphans) and gives each worker namespaces of its own (``namespaces.py``).
 """
 
 import gc
@@ -54,19 +56,29 @@ RELEASED = set()
 """Workers the harness is done with, reaped as soon as they have exited. Until the harness releases a
 worker it stays (at worst) a zombie, so its pid, and the process group it leads, cannot be reused
 while the harness may still signal them."""
+FORKED = set()
+"""Workers forked and not reaped yet."""
+OWN_NAMESPACES = None
+"""``namespaces.py`` inside bubblewrap, where each worker enters namespaces of its own before its job."""
 _exit = os._exit  # bound now: candidate code in a forked worker could replace os._exit
 
 
-def serve(worker, control_fd, preopened_paths):
-    """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone), once it has sent ``H`` with
-    a pidfd of its own (by which the harness knows its pid on the machine): ``F`` + a folder with four file
+def serve(worker, control_fd, preopened_paths, in_bwrap=False):
+    """Serve requests on the ``control_fd`` UNIX socket until EOF (the harness is gone), once it has sent ``H``, a
+    ``1`` where it can fork workers (inside bubblewrap: where they can have namespaces of their own) else ``0``, and a
+    pidfd of its own (by which the harness knows its pid on the machine): ``F`` + a folder with four file
     descriptors (job pipe, result pipe, stderr, progress page) forks a worker running ``worker.main`` there and
     replies with its pid and a pidfd, or -errno (``_reply``); ``R`` + a pid releases a worker (no reply). Released
     workers are reaped here (so their CPU time counts among the template's children's)."""
+    global OWN_NAMESPACES
     warm_up(worker, preopened_paths)
+    if in_bwrap:
+        OWN_NAMESPACES = worker.loaded("namespaces")
+        OWN_NAMESPACES.prepare()
+    able = not in_bwrap or OWN_NAMESPACES.supported()
     control = socket.socket(fileno=control_fd)
     own = os.pidfd_open(os.getpid())
-    socket.send_fds(control, [b"H"], [own])
+    socket.send_fds(control, [b"H1" if able else b"H0"], [own])
     os.close(own)
     signal.signal(signal.SIGCHLD, _reap_released)
     while True:
@@ -90,6 +102,8 @@ def serve(worker, control_fd, preopened_paths):
             pid = -exc.errno
         if pid == 0:
             _run_forked(worker, control, body, fds)
+        if pid > 0:
+            FORKED.add(pid)
         for fd in fds:
             os.close(fd)
         _reply(control, pid)
@@ -121,6 +135,26 @@ def _reap_released(signum=None, frame=None):
             reaped = pid
         if reaped:
             RELEASED.discard(pid)
+            FORKED.discard(pid)
+    if OWN_NAMESPACES is not None:
+        _reap_orphans()
+
+
+def _reap_orphans():
+    """Inside bubblewrap the template is its PID namespace's first process, and a candidate's orphans (a daemon whose
+    worker was killed) become its children: reap those that have exited (never a worker the harness has not
+    released). Their cgroup's kill ends them; without it they end with the template."""
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children") as listing:
+            children = [int(pid) for pid in listing.read().split()]
+    except OSError:
+        return
+    for pid in children:
+        if pid not in FORKED:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _run_forked(worker, control, workdir, fds):
@@ -136,6 +170,8 @@ def _run_forked(worker, control, workdir, fds):
         os.close(stderr_fd)
         os.chdir(workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = os.fsdecode(workdir)
+        if OWN_NAMESPACES is not None:
+            OWN_NAMESPACES.enter_own()
         sys.argv[:] = [worker.__file__, str(result_fd)]  # what a fresh worker's candidate sees
         worker.main(result_fd, os.fdopen(job_fd, "rb"), progress_fd)
         status = 0

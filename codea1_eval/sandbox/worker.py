@@ -1,7 +1,8 @@
 """Sandbox worker: runs ONE untrusted candidate program and evaluates many calls on it.
 
 A script that imports only the standard library (so it works inside bubblewrap and never imports the harness):
-``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS`` a fork-server (``template.py``).
+``python -I -S worker.py RESULT_FD`` is one worker; ``... --serve CONTROL_FD PATHS [--bwrap]`` a fork-server
+(``template.py``).
 
 Protocol. The parent writes two pickles (parent -> child data is trusted) to stdin or a forked worker's job pipe: the
 setup ``{"landlock": {...} | None, "fence": bytes | None, "private_tmp": folder | None, "progress_fd": int, "limits":
@@ -380,6 +381,7 @@ def main(result_fd, stream, progress_fd=None):
 if __name__ == "__main__":
     sibling("lazy_site").install()
     if sys.argv[1] == "--serve":  # a fork-server template (template.py) whose forked workers run main()
-        sibling("template").serve(sys.modules[__name__], int(sys.argv[2]), json.loads(sys.argv[3]))
+        sibling("template").serve(sys.modules[__name__], int(sys.argv[2]), json.loads(sys.argv[3]),
+                                  sys.argv[4:] == ["--bwrap"])
     else:
         main(int(sys.argv[1]), os.fdopen(os.dup(0), "rb"))  # the job comes after the setup, once 0 is /dev/null

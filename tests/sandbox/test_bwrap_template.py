@@ -4,7 +4,10 @@ set of hidden folders (at most ``MAX_BWRAP_TEMPLATES``), and fresh workers where
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,7 +48,8 @@ def probe(sibling_folder, sibling_pid):
         "write in sibling's folder": attempt(lambda: write(os.path.join(sibling_folder, "x"))),
         "kill sibling": attempt(lambda: os.kill(sibling_pid, signal.SIGKILL)),
         "kill template": attempt(lambda: os.kill(os.getppid(), signal.SIGKILL)),
-        "kill bwrap's init": attempt(lambda: os.kill(1, signal.SIGKILL)),
+        "kill pid 1": attempt(lambda: os.kill(1, signal.SIGKILL)),
+        "kill every process": attempt(lambda: os.kill(-1, signal.SIGKILL)),  # the sibling found, and refused: 0
         "tcp": attempt(tcp),
         "write /tmp": attempt(lambda: write("/tmp/x")),
     }
@@ -61,12 +65,67 @@ def test_a_worker_cannot_reach_its_sibling_or_its_template():
         assert result.status == OK and result.calls[0].status == RETURNED, result
         assert result.calls[0].value == {
             "list workers' folder": "EACCES", "list sibling's folder": "EACCES", "write in sibling's folder": "EACCES",
-            "kill sibling": "EPERM", "kill template": "EPERM", "kill bwrap's init": "EPERM", "tcp": "EACCES",
+            "kill sibling": "EPERM", "kill template": "EPERM", "kill pid 1": "EPERM", "kill every process": 0,
+            "tcp": "EACCES",
             "write /tmp": "EACCES"}
         assert psutil.Process(sibling.process.pid).status() != psutil.STATUS_ZOMBIE
         assert list(sibling.workdir.iterdir()) == []
     finally:
         sibling.close()
+
+
+NAMESPACES = """
+import os, socket
+def namespaces():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        receiver.bind(("127.0.0.1", 0))
+        sender.sendto(b"up", receiver.getsockname())
+        loopback = receiver.recv(2).decode()
+    return {name: os.readlink(f"/proc/self/ns/{name}") for name in ("net", "ipc", "uts", "user", "pid", "mnt")}, loopback
+"""
+
+
+def test_each_worker_has_network_ipc_and_uts_namespaces_of_its_own():
+    """Siblings share the template's PID and mount namespaces (Landlock keeps them apart there), but no loopback,
+    System V or POSIX IPC, or hostname; each worker's loopback is up, as a fresh bwrap worker's."""
+    program = Program(NAMESPACES, "namespaces", calls=[()], time_limits=[5.0])
+    (first, up_first), (second, up_second) = (run_program(program, BWRAP).calls[0].value for _ in range(2))
+    assert (up_first, up_second) == ("up", "up")
+    assert [name for name in first if first[name] != second[name]] == ["net", "ipc", "uts", "user"]
+
+
+HARNESS = r"""
+import json, sys, threading, time
+import psutil
+from codea1_eval.sandbox.engine import Program, SandboxLimits, run_program
+code = "import os, time\ndef f():\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(60)\n    time.sleep(60)\n"
+program = Program(code, "f", calls=[()], time_limits=[60.0])
+threading.Thread(target=run_program, args=(program, SandboxLimits(isolation="bwrap")), daemon=True).start()
+while len(psutil.Process().children(recursive=True)) < 4:  # bwrap, the template, the worker and its daemon
+    time.sleep(0.05)
+print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]), flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_harness_killed_leaves_no_process_behind():
+    """The template ends when its socket does, and, as its PID namespace's first process, takes everything in there
+    with it: the worker and a daemon its candidate started."""
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdout=subprocess.PIPE, text=True)
+    descendants = json.loads(harness.stdout.readline())
+    harness.kill()
+    harness.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(map(_running, descendants)):
+        time.sleep(0.05)
+    assert len(descendants) == 4 and not any(map(_running, descendants))
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE  # (a zombie is its reaper's to clear)
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_a_fresh_worker_is_refused_the_same(monkeypatch):
@@ -93,7 +152,8 @@ def test_the_harness_knows_a_worker_by_its_pid_on_the_machine():
     assert not psutil.pid_exists(pid) and not session.workdir.exists()
 
 
-def test_each_set_of_hidden_folders_has_its_template_and_few_are_kept():
+def test_each_set_of_hidden_folders_has_its_template_and_few_are_kept(monkeypatch):
+    monkeypatch.setattr(forkserver, "EVICT_AFTER_S", 0.0)  # (a template handed out just now is otherwise kept)
     folders = [Path(tempfile.mkdtemp(dir="/var/tmp", prefix="codea1-secret-")) for _ in range(MAX_BWRAP_TEMPLATES + 1)]
     for folder in folders:
         (folder / "reference.py").write_text("SECRET = 1\n")
@@ -122,3 +182,31 @@ def test_a_granted_worker_starts_fresh(grant):
         assert not isinstance(session.process, ForkedWorker)
     finally:
         session.close()
+
+
+def test_a_hidden_folder_made_after_its_template_started_is_hidden_too():
+    """A template keeps the mounts it started with: a hidden folder made later (a cache the ground truth creates)
+    gets a template that covers it."""
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="codea1-later-")) / "cache"
+    code = f"import os\ndef seen():\n    return os.path.exists({str(folder / 'truth.json')!r})\n"
+    program = Program(code, "seen", calls=[()], time_limits=[5.0])
+    try:
+        assert run_program(program, BWRAP, hidden=[folder]).calls[0].value is False  # not there yet
+        folder.mkdir()
+        (folder / "truth.json").write_text("[3]")
+        assert run_program(program, BWRAP, hidden=[folder]).calls[0].value is False
+    finally:
+        shutil.rmtree(folder.parent)
+
+
+def test_the_template_reaps_a_candidates_orphans():
+    """A daemon whose worker was killed is the template's child (its PID namespace's first process): its cgroup's
+    kill ends it, and the template reaps it, so no zombie piles up there over a long run."""
+    code = ("import os, time\ndef f():\n    if os.fork() == 0:\n        if os.fork() == 0:\n            os.setsid()\n"
+            "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.3)\n    return 1\n")
+    assert run_program(Program(code, "f", calls=[()], time_limits=[5.0]), BWRAP).calls[0].value == 1
+    template = forkserver._TEMPLATES[("bwrap",)]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and psutil.Process(template.own_pids[-1]).children():
+        time.sleep(0.05)
+    assert psutil.Process(template.own_pids[-1]).children() == []

@@ -1,0 +1,67 @@
+"""Namespaces of its own for each worker a ``bwrap`` template forks: user, network, IPC and UTS.
+
+The workers of one template share its bubblewrap namespaces (``forkserver.py``), where a fresh ``bwrap`` worker has
+every namespace of its own. Landlock and the fence keep siblings from each other's files, processes and TCP, but not
+from a shared loopback's UDP, System V or POSIX IPC (a shared-memory segment outlives its worker, outside its memory
+limit) or the hostname, nor from the capabilities a root harness's bubblewrap keeps. So each forked worker, before it
+confines itself, enters a user, network, IPC and UTS namespace of its own (its capabilities then reach only those)
+and brings its loopback up, as bubblewrap does for a fresh worker. The PID and mount namespaces stay the template's:
+Landlock's scope keeps signals and ptrace in, and its file rules the folders.
+
+Loaded by the template (``worker.loaded``), so, like the worker, standard library only.
+"""
+
+import fcntl
+import os
+import socket
+import struct
+
+CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x04000000, 0x08000000, 0x10000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+IFREQ = struct.Struct("16sH22x")  # struct ifreq: the interface's name, then its flags (a short), padded to 40 bytes
+_CALLS = []
+
+
+def prepare():
+    """Set up ``unshare`` through ``_ctypes`` once (a template does, before it forks)."""
+    if not _CALLS:
+        import _ctypes
+
+        class Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+
+        class Libc:
+            _handle = _ctypes.dlopen(None, 0)
+
+        _CALLS.extend([Function(("unshare", Libc)), _ctypes.get_errno])
+
+
+def enter_own():
+    """Enter a user, network, IPC and UTS namespace of this process's own, mapped to its own user and group, with
+    its loopback up. Raises OSError where the kernel refuses a step."""
+    prepare()
+    unshare, get_errno = _CALLS
+    uid, gid = os.geteuid(), os.getegid()
+    # Every flag is below 2**31, so passing it as a C int (no argtypes) is exact.
+    if unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
+        errno = get_errno()
+        raise OSError(errno, f"namespaces of its own: {os.strerror(errno)}")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
+        _, flags = IFREQ.unpack(fcntl.ioctl(handle, SIOCGIFFLAGS, IFREQ.pack(b"lo", 0)))
+        fcntl.ioctl(handle, SIOCSIFFLAGS, IFREQ.pack(b"lo", flags | IFF_UP))
+
+
+def supported():
+    """Whether a forked child can enter namespaces of its own here (tried once, by a template, in a child)."""
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            enter_own()
+            status = 0
+        finally:
+            os._exit(status)
+    return os.waitpid(pid, 0)[1] == 0
