@@ -36,11 +36,10 @@ import atexit
 import functools
 import json
 import os
-import select
+import shutil
 import signal
 import socket
 import struct
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from typing import Sequence
 
 from codea1_eval.errors import UserError
 from codea1_eval.sandbox import cgroup
+from codea1_eval.sandbox.forked_worker import ForkedWorker, pid_of
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.landlock import DEVICES, SCOPE_ABI, abi_in_force, kernel_abi, readable_folders, worker_fence
 from codea1_eval.sandbox.process_traits import process_traits
@@ -81,35 +81,6 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
     }
 
 
-class ForkedWorker:
-    """A worker forked by a template: the part of ``subprocess.Popen`` the engine uses, through a pidfd. ``pid`` is
-    its pid on this machine (for its cgroup and process group), ``template_pid`` the one its template knows it by
-    (another, inside a ``bwrap`` template's PID namespace)."""
-
-    def __init__(self, pid: int, pidfd: int, template: "Template", template_pid: int):
-        self.pid = pid
-        self.pidfd = pidfd
-        self.template = template
-        self.template_pid = template_pid
-
-    def kill(self) -> None:
-        try:
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def wait(self, timeout: float | None = 10.0) -> None:
-        """Until the worker has exited (its pidfd turns readable), or ``timeout`` seconds."""
-        poller = select.poll()
-        poller.register(self.pidfd, select.POLLIN)
-        poller.poll(None if timeout is None else int(timeout * 1000))
-
-    def release(self) -> None:
-        """After the kill: let the template reap the worker (only now may its pid be reused)."""
-        os.close(self.pidfd)
-        self.template.release(self.template_pid)
-
-
 class Template:
     """One template process and the socket that asks it for workers (one request at a time). At ``bwrap``, the
     template runs inside bubblewrap with ``hidden`` covered, and its workers' folders are made in ``workroot``."""
@@ -117,6 +88,8 @@ class Template:
     def __init__(self, isolation: str = "process", hidden: Sequence[Path] = ()) -> None:
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", "FD", json.dumps(fixed_policy_paths())]
         self.workroot = None if isolation == "process" else Path(tempfile.mkdtemp(prefix="codea1_workers_"))
+        # The folders its mounts cover, held open: one removed since is seen (and its inode's number kept from reuse)
+        self.covered = [] if self.workroot is None else _open_folders(_folders(hidden))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         command[command.index("FD")] = str(theirs.fileno())
         try:
@@ -140,6 +113,7 @@ class Template:
         self.broken = False
         self.live = 0  # workers not yet released (a bwrap template's end kills them: ``_evict`` waits for none)
         self.last_used = time.monotonic()
+        self.retiring = False
         self.own_pids: list[int] = []  # its processes on this machine (``_greeted``): bwrap's too, where wrapped
         self.able = True  # whether it can fork workers (inside bwrap: they can enter namespaces of their own)
         if self.workroot is not None:  # wait for it: whether it is able decides whether workers start fresh
@@ -153,10 +127,12 @@ class Template:
     def alive(self) -> bool:
         """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
         can change them, as the same user; every worker forked from it later would inherit them), and its workers'
-        folder still there (a caller may remove the temporary folder it was made in)."""
+        folder still there (a caller may remove the temporary folder it was made in), and each hidden folder it covers
+        too (one removed and made again at the same path is not covered by the mount on the old one)."""
         return (not self.broken and self.process.poll() is None and self.traits is not None
                 and process_traits(self.own_pids[-1] if self.own_pids else self.process.pid) == self.traits
-                and (self.workroot is None or self.workroot.is_dir()))
+                and (self.workroot is None or self.workroot.is_dir())
+                and all(_still_there(path, fd) for path, fd in self.covered))
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
         """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which
@@ -185,7 +161,10 @@ class Template:
         pid = pid_of(pidfds[0]) if len(pidfds) == 1 else 0
         if pid <= 1:  # no pidfd came (this process is out of descriptors), or no pid here: the worker ends unused
             for pidfd in pidfds:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                try:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                except OSError:
+                    pass
                 os.close(pidfd)
             self.release(template_pid)  # (without its pidfd, its job pipe's end closes it)
             raise OSError(f"the fork-server template's worker {template_pid} cannot be reached from here")
@@ -204,6 +183,9 @@ class Template:
             raise OSError(self.exit_report())
         pid = pid_of(pidfds[0])
         os.close(pidfds[0])
+        if pid <= 1:  # it is gone already (or not visible here): nothing to greet
+            self.broken = True
+            raise OSError(self.exit_report())
         self.own_pids, self.able = list(dict.fromkeys([self.process.pid, pid])), hello == b"H1"
 
     def exit_report(self) -> str:
@@ -213,13 +195,25 @@ class Template:
         return self.stderr.read(2000).decode(errors="replace").strip() or "the fork-server template exited"
 
     def release(self, pid: int) -> None:
-        """Tell the template it may reap ``pid`` (its pid there; no reply; a template that died left it to init)."""
+        """Tell the template it may reap ``pid`` (its pid there; no reply; a template that died left it to init); a
+        retired template ends with its last worker."""
         with self.lock:
             self.live -= 1
             try:
                 self.control.send(b"R%d" % pid)
             except OSError:
                 self.broken = True
+            last = self.retiring and self.live == 0
+        if last:
+            self.close()
+
+    def retire(self) -> list["Template"]:
+        """Out of use (no longer ``alive``): ``[self]`` for the caller to end now where no worker is left, else ``[]``
+        and it ends with its last worker (at ``bwrap``, its end would end the workers still running: a crash their
+        programs did not cause)."""
+        with self.lock:
+            self.retiring = True
+            return [self] if self.live == 0 else []
 
     def close(self) -> None:
         """End the template (EOF on its socket); its workers are the engine's to kill and are left alone."""
@@ -238,18 +232,30 @@ class Template:
         self._remove_workroot()
 
     def _remove_workroot(self) -> None:
+        for _, fd in self.covered:
+            os.close(fd)
+        self.covered = []
         if self.workroot is not None:
             shutil.rmtree(self.workroot, ignore_errors=True)
 
 
-def pid_of(pidfd: int) -> int:
-    """The pid on this machine of the process ``pidfd`` refers to (a worker of a ``bwrap`` template has another
-    inside its namespace): the ``Pid:`` line of the pidfd's ``fdinfo``."""
-    with open(f"/proc/self/fdinfo/{pidfd}") as info:
-        for line in info:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
-    raise OSError(f"no Pid in the fdinfo of pidfd {pidfd}")
+def _open_folders(paths: list[str]) -> list[tuple[str, int]]:
+    opened = []
+    for path in paths:
+        try:
+            opened.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
+        except OSError:
+            continue
+    return opened
+
+
+def _still_there(path: str, fd: int) -> bool:
+    """Whether the folder open as ``fd`` is still the one at ``path``."""
+    try:
+        held, now = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
 _TEMPLATES: dict[tuple, Template] = {}  # least recently used first
@@ -289,14 +295,13 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
     or None where workers start fresh."""
     if not forked(isolation, grants):
         return None
-    # Only the hidden folders that exist are covered (a template keeps its mounts): one made later needs a new one
-    key = (isolation,) if isolation == "process" else (isolation, *(str(path) for path in hidden if path.is_dir()))
+    key = (isolation,) if isolation == "process" else (isolation, *_folders(hidden))
     ended = []
     try:
         with _TEMPLATES_LOCK:
             template = _TEMPLATES.pop(key, None)
             if template is not None and not template.alive():
-                ended.append(template)
+                ended += template.retire()
                 template = None
             if template is None:
                 template = Template(isolation, hidden)
@@ -311,6 +316,12 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
         for old in ended:
             old.close()  # outside the lock: this waits for the process
     return template
+
+
+def _folders(hidden: Sequence[Path]) -> list[str]:
+    """The hidden folders a ``bwrap`` template covers: those that exist (it keeps the mounts it started with, so one
+    made later needs a new template; one removed and made again, ``Template.alive``)."""
+    return [str(path) for path in hidden if os.path.isdir(path)]
 
 
 def forked(isolation: str, grants: Sequence[str] = ()) -> bool:
@@ -330,7 +341,7 @@ def _evict() -> list[Template]:
     ``MAX_BWRAP_TEMPLATES`` with the one being started; the caller ends them."""
     idle = [key for key, template in _TEMPLATES.items()
             if key[0] == "bwrap" and template.live == 0 and time.monotonic() - template.last_used > EVICT_AFTER_S]
-    taken = [_TEMPLATES.pop(key) for key in idle if not _TEMPLATES[key].alive()]
+    taken = [template for key in idle if not _TEMPLATES[key].alive() for template in _TEMPLATES.pop(key).retire()]
     idle = [key for key in idle if key in _TEMPLATES]
     extra = sum(key[0] == "bwrap" for key in _TEMPLATES) + 1 - MAX_BWRAP_TEMPLATES
     return taken + [_TEMPLATES.pop(key) for key in idle[:max(extra, 0)]]

@@ -1,9 +1,10 @@
 """Namespaces of its own for each worker a ``bwrap`` template forks: user, network, IPC and UTS.
 
 The workers of one template share its bubblewrap namespaces (``forkserver.py``), where a fresh ``bwrap`` worker has
-every namespace of its own. Landlock and the fence keep siblings from each other's files, processes and TCP, but not
-from a shared loopback's UDP, System V or POSIX IPC (a shared-memory segment outlives its worker, outside its memory
-limit) or the hostname, nor from the capabilities a root harness's bubblewrap keeps. So each forked worker, before it
+every namespace of its own. Landlock and the fence keep siblings from each other's files, processes and TCP (and from
+POSIX shared memory, which lives in ``/dev/shm``), but not from a shared loopback's UDP, System V IPC or POSIX message
+queues (a System V shared-memory segment outlives its worker, outside its memory limit) or the hostname, nor from the
+capabilities a root harness's bubblewrap keeps. So each forked worker, before it
 confines itself, enters a user, network, IPC and UTS namespace of its own (its capabilities then reach only those)
 and brings its loopback up, as bubblewrap does for a fresh worker. The PID and mount namespaces stay the template's:
 Landlock's scope keeps signals and ptrace in, and its file rules the folders.

@@ -19,7 +19,8 @@ from pathlib import Path
 import psutil
 
 from codea1_eval.sandbox.cgroup import PidsCgroup
-from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, ForkedWorker, Template, scrubbed_env, template_for
+from codea1_eval.sandbox.forked_worker import ForkedWorker
+from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, Template, scrubbed_env, template_for
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import worker_fence, worker_policy

@@ -58,6 +58,7 @@ worker it stays (at worst) a zombie, so its pid, and the process group it leads,
 while the harness may still signal them."""
 FORKED = set()
 """Workers forked and not reaped yet."""
+CHILD_SIGNALS = {signal.SIGCHLD}
 OWN_NAMESPACES = None
 """``namespaces.py`` inside bubblewrap, where each worker enters namespaces of its own before its job."""
 _exit = os._exit  # bound now: candidate code in a forked worker could replace os._exit
@@ -96,6 +97,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
                 RELEASED.add(int(body))
                 _reap_released()
             continue
+        signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)  # no reaping before the new worker is in FORKED
         try:
             pid = os.fork()
         except OSError as exc:
@@ -104,6 +106,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
             _run_forked(worker, control, body, fds)
         if pid > 0:
             FORKED.add(pid)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
         for fd in fds:
             os.close(fd)
         _reply(control, pid)
@@ -117,8 +120,12 @@ def _reply(control, pid):
         try:
             pidfd = os.pidfd_open(pid)
         except OSError as exc:  # the worker is unreachable for the harness: end it, and say why
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
             RELEASED.add(pid)
+            _reap_released()
             pid = -exc.errno
     try:
         socket.send_fds(control, [struct.pack(">i", pid)], [] if pidfd is None else [pidfd])
@@ -162,6 +169,7 @@ def _run_forked(worker, control, workdir, fds):
     environment, run the job, and never return into the template's loop."""
     status = 1
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)  # blocked by the template around the fork
         control.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()

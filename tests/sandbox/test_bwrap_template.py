@@ -5,6 +5,7 @@ set of hidden folders (at most ``MAX_BWRAP_TEMPLATES``), and fresh workers where
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,8 @@ import pytest
 
 from codea1_eval.sandbox import forkserver
 from codea1_eval.sandbox.engine import OK, RETURNED, Program, SandboxLimits, run_program
-from codea1_eval.sandbox.forkserver import MAX_BWRAP_TEMPLATES, SWITCH, ForkedWorker, forked
+from codea1_eval.sandbox.forked_worker import ForkedWorker
+from codea1_eval.sandbox.forkserver import MAX_BWRAP_TEMPLATES, SWITCH, forked
 from codea1_eval.sandbox.session import WorkerSession
 
 from .box import HAVE_BWRAP
@@ -74,24 +76,35 @@ def test_a_worker_cannot_reach_its_sibling_or_its_template():
         sibling.close()
 
 
-NAMESPACES = """
-import os, socket
-def namespaces():
+LOOPBACK = """
+import socket
+def loopback():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
         receiver.bind(("127.0.0.1", 0))
         sender.sendto(b"up", receiver.getsockname())
-        loopback = receiver.recv(2).decode()
-    return {name: os.readlink(f"/proc/self/ns/{name}") for name in ("net", "ipc", "uts", "user", "pid", "mnt")}, loopback
+        return receiver.recv(2).decode()
 """
 
 
 def test_each_worker_has_network_ipc_and_uts_namespaces_of_its_own():
     """Siblings share the template's PID and mount namespaces (Landlock keeps them apart there), but no loopback,
-    System V or POSIX IPC, or hostname; each worker's loopback is up, as a fresh bwrap worker's."""
-    program = Program(NAMESPACES, "namespaces", calls=[()], time_limits=[5.0])
-    (first, up_first), (second, up_second) = (run_program(program, BWRAP).calls[0].value for _ in range(2))
-    assert (up_first, up_second) == ("up", "up")
-    assert [name for name in first if first[name] != second[name]] == ["net", "ipc", "uts", "user"]
+    System V IPC or hostname; each worker's loopback is up, as a fresh bwrap worker's. (Two live workers and their
+    template, read from here: a namespace's number is reused once it is gone.)"""
+    first, second = WorkerSession(BWRAP, []), WorkerSession(BWRAP, [])
+    try:
+        for session in (first, second):  # it greets once confined, in its namespaces
+            assert session.reader.next_frame(time.monotonic() + 10) == {"k": "hello"}
+        template = first.process.template.own_pids[-1]
+        seen = [{name: os.readlink(f"/proc/{pid}/ns/{name}") for name in ("net", "ipc", "uts", "user", "pid", "mnt")}
+                for pid in (template, first.process.pid, second.process.pid)]
+    finally:
+        first.close()
+        second.close()
+    for name in ("net", "ipc", "uts", "user"):
+        assert len({namespaces[name] for namespaces in seen}) == 3, name
+    for name in ("pid", "mnt"):
+        assert len({namespaces[name] for namespaces in seen}) == 1, name
+    assert run_program(Program(LOOPBACK, "loopback", calls=[()], time_limits=[5.0]), BWRAP).calls[0].value == "up"
 
 
 HARNESS = r"""
@@ -169,7 +182,7 @@ def test_each_set_of_hidden_folders_has_its_template_and_few_are_kept(monkeypatc
         for folder in folders:
             shutil.rmtree(folder)
     kept = [key for key in forkserver._TEMPLATES if key[0] == "bwrap"]
-    assert len(kept) <= MAX_BWRAP_TEMPLATES and ("bwrap", str(folders[-1])) in kept
+    assert len(kept) <= MAX_BWRAP_TEMPLATES and forkserver._TEMPLATES[kept[-1]] is started[-1]
     assert started[0].process.poll() is not None  # the least recently used one ended
     assert not started[0].workroot.exists()
 
@@ -195,6 +208,10 @@ def test_a_hidden_folder_made_after_its_template_started_is_hidden_too():
         folder.mkdir()
         (folder / "truth.json").write_text("[3]")
         assert run_program(program, BWRAP, hidden=[folder]).calls[0].value is False
+        shutil.rmtree(folder)  # made again at the same path: the old template's mount covered the old folder
+        folder.mkdir()
+        (folder / "truth.json").write_text("[3]")
+        assert run_program(program, BWRAP, hidden=[folder]).calls[0].value is False
     finally:
         shutil.rmtree(folder.parent)
 
@@ -210,3 +227,19 @@ def test_the_template_reaps_a_candidates_orphans():
     while time.monotonic() < deadline and psutil.Process(template.own_pids[-1]).children():
         time.sleep(0.05)
     assert psutil.Process(template.own_pids[-1]).children() == []
+
+
+def test_a_template_out_of_use_ends_only_with_its_last_worker():
+    """At ``bwrap`` a template's end ends every worker in its namespace: one found out of use (``broken``, as a reply
+    timeout leaves it) while a worker of it still runs is replaced, and ends once that worker is released."""
+    running = WorkerSession(BWRAP, [])
+    old = running.process.template
+    old.broken = True
+    newer = WorkerSession(BWRAP, [])
+    try:
+        assert newer.process.template is not old and old.process.poll() is None
+        assert psutil.Process(running.process.pid).status() != psutil.STATUS_ZOMBIE
+    finally:
+        running.close()
+        newer.close()
+    assert old.process.poll() is not None  # closed with its last worker
