@@ -16,23 +16,33 @@ LANDLOCK_DEVICE = (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)  # write, read, tr
 LANDLOCK_NO_DEVICE_NODES = ~((1 << 6) | (1 << 11))  # never make character or block devices
 
 
-_LIBC_CALLS = []
+_LIBC_FUNCTIONS = {}
+_LIBC_TYPES = []
+
+
+def libc_function(name):
+    """The C library's function ``name`` through ``_ctypes`` (``ctypes`` itself costs ~5 ms to import), keeping
+    ``errno`` for ``get_errno``; set up once per name (a template does it before forking)."""
+    if name not in _LIBC_FUNCTIONS:
+        if not _LIBC_TYPES:
+            import _ctypes
+
+            class Function(_ctypes.CFuncPtr):
+                _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+
+            class Libc:
+                _handle = _ctypes.dlopen(None, 0)
+
+            _LIBC_TYPES.extend([Function, Libc, _ctypes.get_errno])
+        function_type, libc, _ = _LIBC_TYPES
+        _LIBC_FUNCTIONS[name] = function_type((name, libc))
+    return _LIBC_FUNCTIONS[name]
 
 
 def libc_calls():
-    """``syscall``, ``prctl`` and ``get_errno`` through ``_ctypes`` (set up once: ~0.4 ms; a template does
-    it before forking)."""
-    if not _LIBC_CALLS:
-        import _ctypes
-
-        class Function(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-
-        class Libc:
-            _handle = _ctypes.dlopen(None, 0)
-
-        _LIBC_CALLS.extend([Function(("syscall", Libc)), Function(("prctl", Libc)), _ctypes.get_errno])
-    return _LIBC_CALLS
+    """``syscall``, ``prctl`` and ``get_errno`` (``libc_function``)."""
+    syscall, prctl = libc_function("syscall"), libc_function("prctl")
+    return syscall, prctl, _LIBC_TYPES[2]
 
 
 PREOPENED = {}

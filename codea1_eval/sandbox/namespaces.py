@@ -9,7 +9,8 @@ confines itself, enters a user, network, IPC and UTS namespace of its own (its c
 and brings its loopback up, as bubblewrap does for a fresh worker. The PID and mount namespaces stay the template's:
 Landlock's scope keeps signals and ptrace in, and its file rules the folders.
 
-Loaded by the template (``worker.loaded``), so, like the worker, standard library only.
+Loaded by the template (``worker.loaded``), so, like the worker, standard library only; its C calls are
+``confine``'s (``prepare``).
 """
 
 import fcntl
@@ -23,24 +24,14 @@ IFREQ = struct.Struct("16sH22x")  # struct ifreq: the interface's name, then its
 _CALLS = []
 
 
-def prepare():
-    """Set up ``unshare`` through ``_ctypes`` once (a template does, before it forks)."""
-    if not _CALLS:
-        import _ctypes
-
-        class Function(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-
-        class Libc:
-            _handle = _ctypes.dlopen(None, 0)
-
-        _CALLS.extend([Function(("unshare", Libc)), _ctypes.get_errno])
+def prepare(confinement):
+    """Set up ``unshare`` once, through ``confinement`` (the worker's ``confine``), before the template forks."""
+    _CALLS[:] = [confinement.libc_function("unshare"), confinement.libc_calls()[2]]
 
 
 def enter_own():
     """Enter a user, network, IPC and UTS namespace of this process's own, mapped to its own user and group, with
-    its loopback up. Raises OSError where the kernel refuses a step."""
-    prepare()
+    its loopback up (``prepare`` first). Raises OSError where the kernel refuses a step."""
     unshare, get_errno = _CALLS
     uid, gid = os.geteuid(), os.getegid()
     # Every flag is below 2**31, so passing it as a C int (no argtypes) is exact.

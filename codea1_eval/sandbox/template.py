@@ -75,7 +75,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
     warm_up(worker, preopened_paths)
     if in_bwrap:
         OWN_NAMESPACES = worker.loaded("namespaces")
-        OWN_NAMESPACES.prepare()
+        OWN_NAMESPACES.prepare(worker.loaded("confine"))
     able = not in_bwrap or OWN_NAMESPACES.supported()
     control = socket.socket(fileno=control_fd)
     own = os.pidfd_open(os.getpid())
