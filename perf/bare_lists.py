@@ -10,6 +10,10 @@ a pipe and exits; the benchmark judges them with ``judge_outputs``, as the floor
 no Landlock, no seccomp, no cgroup, stdio to /dev/null, no protocol to validate, the values trusted as they come. A
 list whose process dies before it sends (``os._exit``, a crash) or outlives its cap (the program's
 ``part_time_limits``, as ours and the floor) fails whole; a value that cannot be pickled fails its call.
+
+With ``per_list=False`` (the "bare-candidates" way) a candidate's two lists run one after the other in ONE such
+process, as evalplus-style does (and not evalplus itself: state a list leaves changes the other's verdicts), its cap
+the sum of the two: what the processes cost once there is no per-list process either.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ FAILED = (False, None)
 
 
 def _serve() -> None:
-    """The server: read (code, entry_point, inputs, time_limits, fresh_at, part_limits, load_limit, memory_bytes) jobs
-    on stdin until EOF, answer each with the pickled list of (returned, value) per input on stdout."""
+    """The server: read (code, entry_point, inputs, time_limits, fresh_at, part_limits, load_limit, memory_bytes,
+    per_list) jobs on stdin until EOF, answer each with the pickled list of (returned, value) per input on stdout."""
     import builtins
 
     class CallTimeout(BaseException):
@@ -78,7 +82,7 @@ def _serve() -> None:
         os._exit(0)
 
     def run_list(job, start, stop, cap):
-        code, entry_point, inputs, time_limits, _, _, load_limit, memory_bytes = job
+        code, entry_point, inputs, time_limits, _, _, load_limit, memory_bytes, _ = job
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -108,9 +112,11 @@ def _serve() -> None:
             job = pickle.load(jobs)
         except EOFError:
             return
-        count, fresh_at, part_limits = len(job[2]), job[4], job[5]
-        split = fresh_at if fresh_at is not None and 0 < fresh_at < count else count
+        count, fresh_at, part_limits, per_list = len(job[2]), job[4], job[5], job[8]
+        split = fresh_at if per_list and fresh_at is not None and 0 < fresh_at < count else count
         caps = part_limits or (sum(job[3][:split]), sum(job[3][split:]))
+        if not per_list:
+            caps = (sum(caps), 0.0)
         outcomes = run_list(job, 0, split, caps[0])
         if split < count:
             outcomes += run_list(job, split, count, caps[1])
@@ -126,9 +132,12 @@ def _picklable(outcome):
         return FAILED
 
 
-def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: float, memory_bytes: int):
+def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: float, memory_bytes: int,
+              per_list: bool = True):
     """Time the workload this way (``judge_outputs``, ``way_result``: the benchmark's own, passed in to keep this
-    file a standalone script for the servers); return its ``WayResult``. Every input runs (no fail-fast)."""
+    file a standalone script for the servers); return its ``WayResult``. Every input runs (no fail-fast).
+    ``per_list``: each input list in a process of its own ("bare-lists"), else one process a candidate
+    ("bare-candidates")."""
     import subprocess
     import threading
     from collections import Counter
@@ -153,7 +162,8 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                 candidate = workload.candidates[index]
                 problem, program = workload.problems[candidate.task], candidate.program
                 outcomes = ask(server, (candidate.code, problem.entry_point, problem.inputs, list(program.time_limits),
-                                        program.fresh_process_at, program.part_time_limits, load_limit, memory_bytes))
+                                        program.fresh_process_at, program.part_time_limits, load_limit, memory_bytes,
+                                        per_list))
                 try:
                     passed = all(judge_outputs(workload, candidate, outcomes))
                 except Exception:
@@ -166,7 +176,7 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
 
     try:
         for server in servers:  # started, its imports done, before the timing (as ours' template)
-            ask(server, ("def f():\n    return 1\n", "f", [()], [1.0], None, None, load_limit, memory_bytes))
+            ask(server, ("def f():\n    return 1\n", "f", [()], [1.0], None, None, load_limit, memory_bytes, per_list))
         began = time.perf_counter()
         threads = [threading.Thread(target=slot, args=(server,)) for server in servers]
         for thread in threads:
@@ -184,9 +194,10 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                 server.wait()
     if failures:
         raise RuntimeError(f"a bare-lists server failed: {failures[0]!r}") from failures[0]
-    return way_result("bare-lists", sum(statuses.values()), seconds, sum(verdicts.values()), len(workload.candidates),
-                      dict(statuses), note=f"bare processes: one per input list, {parallel} at a time; no sandbox",
-                      verdicts=verdicts)
+    return way_result("bare-lists" if per_list else "bare-candidates", sum(statuses.values()), seconds,
+                      sum(verdicts.values()), len(workload.candidates), dict(statuses),
+                      note=f"bare processes: one per {'input list' if per_list else 'candidate'}, {parallel} at a "
+                           "time; no sandbox", verdicts=verdicts)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ Ways (DESIGN.md section 2, "Baselines for perf/"):
             processes and nothing else: each input list of a candidate in a bare forked process of its own, from
             ``--parallel`` warm servers (no sandbox, values trusted; ``bare_lists.py``). With the floor, the script
             prints it beside the 0.5 x floor target.
+  bare-candidates  (likewise) the same with one bare process a candidate, its two lists one after the other (as
+            evalplus-style, not evalplus): what is left once there is no per-list process either.
   ours      ``make_executor("local", SandboxLimits(), parallel)`` (as the commands make it: its canary program,
             which also starts the fork-server template, runs before the timing starts), then
             ``.map_unordered(candidate_program(...))`` + ``judge``.
@@ -46,7 +48,7 @@ per way (floor, evalplus-style and ours must agree, up to candidates that draw r
 run close to their time limits; those are listed).
 
 Usage: python perf/executor.py [--tasks N] [--sample N] [--candidates 16] [--cure-sample 300]
-                               [--skip-slow-tasks SECONDS] [--ways floor,evalplus,cure,bare-lists,ours] [--json PATH]
+                               [--skip-slow-tasks SECONDS] [--ways floor,evalplus,cure,bare-lists,bare-candidates,ours] [--json PATH]
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ LOAD_TIME_LIMIT_S = SandboxLimits().load_time_limit
 MEMORY_HEADROOM = SandboxLimits().memory_mb * 1024 * 1024
 HARD_GRACE_S = 5.0  # parent-side slack past a candidate's total deadline before it kills a way's child
 TARGETS = {"floor": 0.5, "evalplus": 1.5, "cure": 20.0}
+BARE_WAYS = ("bare-lists", "bare-candidates")
+"""The simple engines of ``bare_lists.py``: each input list in a bare process of its own, or each candidate."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -587,7 +591,7 @@ def report(results: dict[str, WayResult], parallel: int, timing: str) -> dict:
     """Print the table (wall-clock throughput decides the targets; CPU figures are for context)."""
     ours = results.get("ours")
     rows = []
-    for name in ("floor", "evalplus", "cure", "bare-lists", "ours"):
+    for name in ("floor", "evalplus", "cure", *BARE_WAYS, "ours"):
         result = results.get(name)
         if result is None:
             continue
@@ -657,17 +661,21 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
     return bound
 
 
-def bare_lists_beside_floor(results: dict[str, WayResult]) -> dict | None:
+def bare_ways_beside_floor(results: dict[str, WayResult]) -> dict | None:
     """Beside the floor target: the wall time the floor's calls/s over the target allows ours, and what the bare
-    per-list processes (``bare-lists``: evalplus' processes and nothing else) took."""
-    if "bare-lists" not in results or "floor" not in results:
+    processes took (``bare-lists``: evalplus' per-list processes and nothing else; ``bare-candidates``: one a
+    candidate)."""
+    bare = [name for name in BARE_WAYS if name in results]
+    if not bare or "floor" not in results:
         return None
-    lists, floor = results["bare-lists"], results["floor"]
-    bound = {"bare_lists_s": round(lists.seconds, 3), "bare_lists_rate_over_floor_rate": round(lists.rate / floor.rate, 3),
-             "ours_s_for_floor_target": round(floor.seconds / TARGETS["floor"], 3)}
-    print(f"bare per-list processes (no sandbox) took {lists.seconds:.2f} s, calls/s "
-          f"{bound['bare_lists_rate_over_floor_rate']:.2f} x the floor's; ours >= {TARGETS['floor']:g} x the floor's "
-          f"calls/s needs <= {bound['ours_s_for_floor_target']:.2f} s")
+    floor = results["floor"]
+    bound = {"ours_s_for_floor_target": round(floor.seconds / TARGETS["floor"], 3)}
+    for name in bare:
+        way, key = results[name], name.replace("-", "_")
+        bound[f"{key}_s"], bound[f"{key}_rate_over_floor_rate"] = round(way.seconds, 3), round(way.rate / floor.rate, 3)
+        print(f"bare processes, one per {'input list' if name == 'bare-lists' else 'candidate'} (no sandbox), took "
+              f"{way.seconds:.2f} s: calls/s {way.rate / floor.rate:.2f} x the floor's")
+    print(f"ours >= {TARGETS['floor']:g} x the floor's calls/s needs <= {bound['ours_s_for_floor_target']:.2f} s")
     return bound
 
 
@@ -691,7 +699,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-scale", type=float, default=1.0,
                         help="scale every time limit (the same for all ways)")
     parser.add_argument("--ways", default="floor,evalplus,cure,ours",
-                        help="comma-separated subset of floor,evalplus,cure,bare-lists,ours (ratios need ours)")
+                        help="comma-separated subset of floor,evalplus,cure,bare-lists,bare-candidates,ours "
+                             "(ratios need ours)")
     parser.add_argument("--sample", type=int, default=300, metavar="N",
                         help="time every way on the same fixed random sample of N candidates (seed 0) and "
                              "extrapolate calls/s; 0 runs the whole workload (over an hour on 2 cores). Default 300")
@@ -702,11 +711,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
     ways = [w.strip() for w in args.ways.split(",") if w.strip()]
-    unknown = set(ways) - {"floor", "evalplus", "cure", "bare-lists", "ours"}
+    unknown = set(ways) - {"floor", "evalplus", "cure", *BARE_WAYS, "ours"}
     if unknown:
         parser.error(f"unknown ways: {sorted(unknown)}")
-    if "bare-lists" in ways and args.fail_fast:
-        parser.error("the bare-lists way runs every input: leave out --fail-fast or the way")
+    if set(BARE_WAYS) & set(ways) and args.fail_fast:
+        parser.error("the bare ways run every input: leave out --fail-fast or those ways")
 
     began = time.perf_counter()
     workload = build_workload(args.data_dir, args.tasks, args.candidates, args.skip_slow_tasks, args.timeout_scale,
@@ -745,9 +754,9 @@ def main(argv: list[str] | None = None) -> int:
             results[way] = run_evalplus(workload, args.parallel)
         elif way == "cure":
             results[way] = run_cure(workload, args.parallel, args.cure_sample)
-        elif way == "bare-lists":
+        elif way in BARE_WAYS:
             results[way] = run_lists(workload, args.parallel, judge_outputs, WayResult, LOAD_TIME_LIMIT_S,
-                                     MEMORY_HEADROOM)
+                                     MEMORY_HEADROOM, per_list=way == "bare-lists")
         else:
             results[way] = run_ours(workload, args.parallel, args.isolation)
         result = results[way]
@@ -759,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     summary = report(results, args.parallel, sampled)
     summary["time_limit_bound"] = time_limit_bound(results, args.parallel)
-    summary["bare_lists_beside_floor"] = bare_lists_beside_floor(results)
+    summary["bare_ways_beside_floor"] = bare_ways_beside_floor(results)
     counts = {name: r.passed for name, r in results.items() if r.passed is not None}
     ran = {name: r.calls for name, r in results.items() if name != "cure"}
     if len(set(ran.values())) > 1:

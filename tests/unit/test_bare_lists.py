@@ -22,7 +22,7 @@ SWALLOWS = ("def f(x):\n    while True:\n        try:\n            while True:\n
 UNPICKLABLE = "def f(x):\n    return (lambda: 1) if x else 5\n"
 
 
-def run(candidates):
+def run(candidates, per_list=True):
     """Run (code, inputs, fresh_at, part_limits) candidates; return what each list gave and the way's result."""
     problems, rows, seen = [], [], {}
     for number, (code, inputs, fresh_at, parts) in enumerate(candidates):
@@ -36,7 +36,7 @@ def run(candidates):
         return [returned for returned, _ in outcomes]
 
     result = run_lists(workload, 2, judge, lambda *args, **kwargs: (args, kwargs), load_limit=5.0,
-                       memory_bytes=1 << 30)
+                       memory_bytes=1 << 30, per_list=per_list)
     return seen, result
 
 
@@ -60,3 +60,12 @@ def test_a_list_that_swallows_its_alarms_is_killed_at_its_cap():
     seen, _ = run([(SWALLOWS, [(0,), (0,)], None, (0.5, 0.5))])
     assert seen[0] == [(False, None), (False, None)]
     assert time.monotonic() - began >= 0.5 + GRACE_S  # waited out its cap and the grace, not cut short
+
+
+def test_one_process_a_candidate_carries_state_from_the_base_list_into_the_plus_list():
+    seen, (args, kwargs) = run([(COUNTER, [(0,), (0,), (0,)], 1, None),
+                                (EXITS, [(0,), (1,), (0,)], 1, None)], per_list=False)
+    assert seen[0] == [(True, 1), (True, 2), (True, 3)]  # one module load: the counter goes on across the lists
+    assert seen[1] == [(False, None)] * 3  # os._exit before the process sent anything: the whole candidate fails
+    assert args[0] == "bare-candidates"
+    assert kwargs["note"] == "bare processes: one per candidate, 2 at a time; no sandbox"
