@@ -645,7 +645,9 @@ def report(results: dict[str, WayResult], parallel: int, timing: str) -> dict:
 def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | None:
     """The least wall time a way needs on these candidates if it runs each candidate's inputs one after another
     and waits out each per-input time limit (every way here does): the calls that ran out of time in ours took
-    that long wherever they run, spread over ``parallel`` slots at best and never under the slowest candidate's."""
+    that long wherever they run, spread over ``parallel`` slots at best and never under the slowest candidate's.
+    With the floor, also the least wall time of the calls' own CPU: the floor's (no isolation, one process) spread
+    over ``parallel`` cores."""
     ours = results.get("ours")
     if ours is None or not ours.timed_out_s or not any(ours.timed_out_s):
         return None
@@ -654,6 +656,10 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
              "least_wall_s": round(max(total / parallel, longest), 1)}
     line = (f"calls that ran out of their time limit took {total:.1f} s (the slowest candidate's {longest:.1f} s): "
             f"a way that waits each limit out needs >= {bound['least_wall_s']:.1f} s of wall time on these candidates")
+    if "floor" in results:
+        bound["calls_cpu_wall_s"] = round(results["floor"].cpu_seconds / parallel, 1)
+        line += (f"; the calls' own CPU (the floor's {results['floor'].cpu_seconds:.1f} s) needs >= "
+                 f"{bound['calls_cpu_wall_s']:.1f} s on {parallel} cores")
     if "evalplus" in results:
         bound["ours_s_for_target"] = round(results["evalplus"].seconds / TARGETS["evalplus"], 1)
         line += f"; ours >= {TARGETS['evalplus']:g} x evalplus-style needs <= {bound['ours_s_for_target']:.1f} s"
