@@ -1,5 +1,5 @@
-"""The "bare-lists" way of ``executor.py``: each input list of a candidate in a bare process of its own, as evalplus
-runs it, and nothing else. A simple engine that keeps evalplus' per-list processes with no sandbox at all, to set
+"""The "bare-lists" and "bare-candidates" ways of ``executor.py``: each input list of a candidate in a bare process of
+its own, as evalplus runs it, and nothing else (or, "bare-candidates", each candidate in one such process). A simple engine that keeps evalplus' per-list processes with no sandbox at all, to set
 beside ours (which keeps them too): what those processes cost by themselves.
 
 ``--parallel`` servers (``python -I -S bare_lists.py``, started before the timing, as ours' template is) each take
@@ -142,6 +142,7 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
     import threading
     from collections import Counter
 
+    way = "bare-lists" if per_list else "bare-candidates"
     servers = [subprocess.Popen([sys.executable, "-I", "-S", __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                for _ in range(parallel)]
     verdicts, statuses, failures, lock = {}, Counter(), [], threading.Lock()
@@ -193,9 +194,9 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                 server.kill()
                 server.wait()
     if failures:
-        raise RuntimeError(f"a bare-lists server failed: {failures[0]!r}") from failures[0]
-    return way_result("bare-lists" if per_list else "bare-candidates", sum(statuses.values()), seconds,
-                      sum(verdicts.values()), len(workload.candidates), dict(statuses),
+        raise RuntimeError(f"a {way} server failed: {failures[0]!r}") from failures[0]
+    return way_result(way, sum(statuses.values()), seconds, sum(verdicts.values()), len(workload.candidates),
+                      dict(statuses),
                       note=f"bare processes: one per {'input list' if per_list else 'candidate'}, {parallel} at a "
                            "time; no sandbox", verdicts=verdicts)
 

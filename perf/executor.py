@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Executor throughput: the same HumanEval+ workload run four ways in one process tree.
+"""Executor throughput: the same HumanEval+ workload run several ways in one process tree.
 
 Workload: the first ``--tasks`` HumanEval+ tasks (default all 164), ``--candidates`` candidates
 per task (default 16: the reference = prompt + canonical solution, plus the first 15 of
@@ -647,7 +647,7 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
     and waits out each per-input time limit (every way here does): the calls that ran out of time in ours took
     that long wherever they run, spread over ``parallel`` slots at best and never under the slowest candidate's.
     With the floor, also the least wall time of the calls' own CPU: the floor's (no isolation, one process) spread
-    over ``parallel`` cores."""
+    over the cores that ``parallel`` can use."""
     ours = results.get("ours")
     if ours is None or not ours.timed_out_s or not any(ours.timed_out_s):
         return None
@@ -657,9 +657,10 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
     line = (f"calls that ran out of their time limit took {total:.1f} s (the slowest candidate's {longest:.1f} s): "
             f"a way that waits each limit out needs >= {bound['least_wall_s']:.1f} s of wall time on these candidates")
     if "floor" in results:
-        bound["calls_cpu_wall_s"] = round(results["floor"].cpu_seconds / parallel, 1)
+        cores = min(parallel, os.cpu_count() or 1)
+        bound["calls_cpu_wall_s"] = round(results["floor"].cpu_seconds / cores, 1)
         line += (f"; the calls' own CPU (the floor's {results['floor'].cpu_seconds:.1f} s) needs >= "
-                 f"{bound['calls_cpu_wall_s']:.1f} s on {parallel} cores")
+                 f"{bound['calls_cpu_wall_s']:.1f} s on {cores} cores")
     if "evalplus" in results:
         bound["ours_s_for_target"] = round(results["evalplus"].seconds / TARGETS["evalplus"], 1)
         line += f"; ours >= {TARGETS['evalplus']:g} x evalplus-style needs <= {bound['ours_s_for_target']:.1f} s"

@@ -1,5 +1,6 @@
-"""perf/bare_lists.py, the executor benchmark's bare-lists way: real server and list processes on small candidates
-whose values are known by hand (each input list in a process of its own, failures kept to their list or call)."""
+"""perf/bare_lists.py, the executor benchmark's bare-lists and bare-candidates ways: real server and list processes on
+small candidates whose values are known by hand (each input list, or each candidate, in a process of its own, failures
+kept to their process or call)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,13 @@ def test_one_process_a_candidate_carries_state_from_the_base_list_into_the_plus_
     assert seen[1] == [(False, None)] * 3  # os._exit before the process sent anything: the whole candidate fails
     assert args[0] == "bare-candidates"
     assert kwargs["note"] == "bare processes: one per candidate, 2 at a time; no sandbox"
+    way, calls, _, passed, count, statuses = args
+    assert (calls, passed, count, statuses) == (6, 1, 2, {"returned": 3, "not returned": 3})  # the counter returned
+
+
+@pytest.mark.timeout(60)
+def test_one_process_a_candidate_is_killed_at_the_sum_of_its_lists_caps():
+    began = time.monotonic()
+    seen, _ = run([(SWALLOWS, [(0,), (0,)], 1, (0.5, 0.5))], per_list=False)
+    assert seen[0] == [(False, None), (False, None)]
+    assert time.monotonic() - began >= 1.0 + GRACE_S  # both lists' caps, then the grace
