@@ -1,6 +1,7 @@
 """The "bare-lists" and "bare-candidates" ways of ``executor.py``: each input list of a candidate in a bare process of
-its own, as evalplus runs it, and nothing else (or, "bare-candidates", each candidate in one such process). A simple engine that keeps evalplus' per-list processes with no sandbox at all, to set
-beside ours (which keeps them too): what those processes cost by themselves.
+its own, as evalplus runs it, and nothing else (or, "bare-candidates", each candidate in one such process). A simple
+engine that keeps evalplus' per-list processes with no sandbox at all, to set beside ours (which keeps them too):
+what those processes cost by themselves.
 
 ``--parallel`` servers (``python -I -S bare_lists.py``, started before the timing, as ours' template is) each take
 one candidate at a time from the benchmark over a pipe: for each list (base inputs, then plus inputs) the server
