@@ -45,6 +45,19 @@ def libc_calls():
     return syscall, prctl, _LIBC_TYPES[2]
 
 
+def last_errno():
+    """``errno`` as the last call through ``libc_function`` left it."""
+    return _LIBC_TYPES[2]()
+
+
+def map_own_ids(uid, gid):
+    """In a user namespace this process has just entered: map ``uid`` and ``gid`` (its own outside, read before the
+    ``unshare``) to themselves, with ``setgroups`` denied as an unprivileged map needs."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
 PREOPENED = {}
 """path -> (O_PATH descriptor, is a folder): the policy's fixed paths, opened once by a template
 (``template.preopen``; opening 40 paths costs a worker ~0.7 ms), closed by each worker before its candidate runs."""

@@ -1,20 +1,18 @@
 """Fork-server templates: workers forked in about a millisecond from a warm interpreter.
 
-A fresh ``python -I -S worker.py`` costs a worker ~45 ms here, before its candidate runs; evalplus forks
-from a warm parent instead. A template (``worker.py --serve``, started once per harness process and
-isolation level, and at ``bwrap`` per set of hidden folders) has the worker's code and common standard-library modules imported and forks one
-worker per request. A forked worker then does exactly what a fresh one does: its own session, folder,
-environment, pipes, rlimits, cgroup and Landlock domain, all before it reads any candidate code. It
-inherits nothing a candidate could use: jobs go from the harness straight to the worker's own pipe, never
-through the template; the template holds no data, runs no candidate code, and its control socket is
-closed in the worker before anything else. The harness owns each worker through a pidfd (which the template
-sends with each worker's pid, so the harness knows its pid on the machine), and the
-template reaps a worker only once the harness has released it (after the kill), so no signal of the
-harness's can reach a reused pid or process group. A template that died (or that a candidate killed,
-where Landlock's signal scoping is missing), or whose limits, priority or affinity a candidate changed
-(``process_traits``), is replaced on the next request. Workers share their
-template's string-hash seed, as evalplus' forked workers share their parent's (``-I`` ignores
-``PYTHONHASHSEED``, so fresh workers each drew their own).
+A fresh ``python -I -S worker.py`` costs a worker ~45 ms here, before its candidate runs; evalplus forks from a warm
+parent instead. A template (``worker.py --serve``, started once per harness process and isolation level, and at
+``bwrap`` per set of hidden folders) has the worker's code and common standard-library modules imported and forks
+one worker per request. A forked worker then does exactly what a fresh one does: its own session, folder,
+environment, pipes, rlimits, cgroup and Landlock domain, all before it reads any candidate code. It inherits nothing
+a candidate could use: jobs go from the harness straight to the worker's own pipe, never through the template; the
+template holds no data, runs no candidate code, and its control socket is closed in the worker before anything else.
+The harness owns each worker through a pidfd (which the template sends with each worker's pid, so the harness knows
+its pid on the machine), and the template reaps a worker only once the harness has released it (after the kill), so
+no signal of the harness's can reach a reused pid or process group. A template that died (or that a candidate
+killed, where Landlock's signal scoping is missing), or whose limits, priority or affinity a candidate changed
+(``process_traits``), is replaced on the next request. Workers share their template's string-hash seed, as evalplus'
+forked workers share their parent's (``-I`` ignores ``PYTHONHASHSEED``, so fresh workers each drew their own).
 
 At the ``bwrap`` level a template runs inside bubblewrap's namespaces (one per set of hidden folders, started
 as a fresh worker would be, with a folder its workers' folders are made in), so its workers are kept from the
@@ -83,18 +81,20 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
 
 class Template:
     """One template process and the socket that asks it for workers (one request at a time). At ``bwrap``, the
-    template runs inside bubblewrap with ``hidden`` covered, and its workers' folders are made in ``workroot``."""
+    template runs inside bubblewrap with the ``hidden`` folders covered (those that exist: ``_folders``), and its
+    workers' folders are made in ``workroot``."""
 
-    def __init__(self, isolation: str = "process", hidden: Sequence[Path] = ()) -> None:
+    def __init__(self, isolation: str = "process", hidden: Sequence[str] = ()) -> None:
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", "FD", json.dumps(fixed_policy_paths())]
         self.workroot = None if isolation == "process" else Path(tempfile.mkdtemp(prefix="codea1_workers_"))
         # The folders its mounts cover, held open: one removed since is seen (and its inode's number kept from reuse)
-        self.covered = [] if self.workroot is None else _open_folders(_folders(hidden))
+        self.covered = [] if self.workroot is None else _open_folders(hidden)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         command[command.index("FD")] = str(theirs.fileno())
         try:
             if self.workroot is not None:  # ends when its socket does (no --die-with-parent: that follows a thread)
-                command = make_isolation(isolation).wrap([*command, "--bwrap"], self.workroot, list(hidden),
+                command = make_isolation(isolation).wrap([*command, "--bwrap"], self.workroot,
+                                                         [Path(path) for path in hidden],
                                                          [WORKER_SCRIPT.parents[1]], lasting=True)
             self.stderr = tempfile.TemporaryFile()  # why it ended, where it did (a bwrap refused its namespaces)
             self.process = subprocess.Popen(
@@ -121,8 +121,7 @@ class Template:
                 self._greeted()
             except OSError:
                 pass  # reported by the first fork (``broken``)
-        # What a candidate's process could change in it (``alive``)
-        self.traits = process_traits(self.own_pids[-1] if self.own_pids else self.process.pid)
+        self.traits = process_traits(self._template_pid())  # what a candidate's process could change in it (``alive``)
 
     def alive(self) -> bool:
         """Running, answering, and as it started: its limits, priority and affinity unchanged (a candidate's process
@@ -130,9 +129,13 @@ class Template:
         folder still there (a caller may remove the temporary folder it was made in), and each hidden folder it covers
         too (one removed and made again at the same path is not covered by the mount on the old one)."""
         return (not self.broken and self.process.poll() is None and self.traits is not None
-                and process_traits(self.own_pids[-1] if self.own_pids else self.process.pid) == self.traits
+                and process_traits(self._template_pid()) == self.traits
                 and (self.workroot is None or self.workroot.is_dir())
                 and all(_still_there(path, fd) for path, fd in self.covered))
+
+    def _template_pid(self) -> int:
+        """The template's own pid on this machine (inside bubblewrap, bwrap's process is its parent)."""
+        return self.own_pids[-1] if self.own_pids else self.process.pid
 
     def fork(self, workdir: Path, job_fd: int, result_fd: int, stderr_fd: int, progress_fd: int) -> ForkedWorker:
         """A new worker in ``workdir`` reading its job from ``job_fd``, answering on ``result_fd`` and saying which
@@ -145,7 +148,8 @@ class Template:
             try:
                 if not self.own_pids:
                     self._greeted()
-                socket.send_fds(self.control, [b"F" + os.fsencode(workdir)], [job_fd, result_fd, stderr_fd, progress_fd])
+                socket.send_fds(self.control, [b"F" + os.fsencode(workdir)],
+                                [job_fd, result_fd, stderr_fd, progress_fd])
                 reply, pidfds, _, _ = socket.recv_fds(self.control, 4, 1)
             except OSError:
                 self.broken = True
@@ -239,7 +243,7 @@ class Template:
             shutil.rmtree(self.workroot, ignore_errors=True)
 
 
-def _open_folders(paths: list[str]) -> list[tuple[str, int]]:
+def _open_folders(paths: Sequence[str]) -> list[tuple[str, int]]:
     opened = []
     for path in paths:
         try:
@@ -295,7 +299,8 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
     or None where workers start fresh."""
     if not forked(isolation, grants):
         return None
-    key = (isolation,) if isolation == "process" else (isolation, *_folders(hidden))
+    folders = [] if isolation == "process" else _folders(hidden)
+    key = (isolation, *folders)
     ended = []
     try:
         with _TEMPLATES_LOCK:
@@ -304,7 +309,7 @@ def template_for(isolation: str, grants: Sequence[str] = (), hidden: Sequence[Pa
                 ended += template.retire()
                 template = None
             if template is None:
-                template = Template(isolation, hidden)
+                template = Template(isolation, folders)
                 ended += _evict()
             if not template.able:  # its workers cannot have namespaces of their own here: they start fresh
                 _REFUSED.add(isolation)

@@ -32,7 +32,8 @@ class ProcessIsolation:
 
 class BubblewrapIsolation:
     """The process level inside bubblewrap: read-only root, private /tmp, no network, own PID space; Landlock and
-    the seccomp fence as at the process level (workers forked from one template share its namespaces: ``forkserver.py``).
+    the seccomp fence as at the process level (workers forked from one template share its namespaces:
+    ``forkserver.py``).
 
     ``hidden`` paths (dataset and cache folders) are covered by empty tmpfs mounts so a candidate
     cannot read reference solutions or cached expected outputs; ``readable`` paths (the harness

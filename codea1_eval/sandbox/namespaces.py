@@ -21,26 +21,25 @@ import struct
 CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x04000000, 0x08000000, 0x10000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 IFREQ = struct.Struct("16sH22x")  # struct ifreq: the interface's name, then its flags (a short), padded to 40 bytes
-_CALLS = []
+_CONFINEMENT = []
 
 
 def prepare(confinement):
-    """Set up ``unshare`` once, through ``confinement`` (the worker's ``confine``), before the template forks."""
-    _CALLS[:] = [confinement.libc_function("unshare"), confinement.libc_calls()[2]]
+    """Keep ``confinement`` (the worker's ``confine``), its ``unshare`` set up once, before the template forks."""
+    confinement.libc_function("unshare")
+    _CONFINEMENT[:] = [confinement]
 
 
 def enter_own():
     """Enter a user, network, IPC and UTS namespace of this process's own, mapped to its own user and group, with
     its loopback up (``prepare`` first). Raises OSError where the kernel refuses a step."""
-    unshare, get_errno = _CALLS
+    confinement = _CONFINEMENT[0]
     uid, gid = os.geteuid(), os.getegid()
     # Every flag is below 2**31, so passing it as a C int (no argtypes) is exact.
-    if unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
-        errno = get_errno()
+    if confinement.libc_function("unshare")(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
+        errno = confinement.last_errno()
         raise OSError(errno, f"namespaces of its own: {os.strerror(errno)}")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as handle:
-            handle.write(text)
+    confinement.map_own_ids(uid, gid)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
         _, flags = IFREQ.unpack(fcntl.ioctl(handle, SIOCGIFFLAGS, IFREQ.pack(b"lo", 0)))
         fcntl.ioctl(handle, SIOCSIFFLAGS, IFREQ.pack(b"lo", flags | IFF_UP))

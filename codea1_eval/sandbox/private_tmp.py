@@ -10,8 +10,9 @@ makes kept in its own upper layer, which the harness deletes with the worker's f
 then sees /tmp as if it ran alone, which is the verdict bigcodebench gives when its runs do not overlap.
 ``bwrap`` workers already get a fresh /tmp each.
 
-The worker loads this file as a script sibling (``isolate_tmp``: standard library only); the harness
-calls ``supported`` once per process to decide whether to ask for it, and records the answer.
+The worker loads this file as a script sibling (``isolate_tmp``: standard library only, its C calls
+``confine``'s); the harness calls ``supported`` once per process to decide whether to ask for it, and records the
+answer.
 """
 
 import functools
@@ -26,22 +27,15 @@ def _overlay_option(path):
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
 
 
-def isolate_tmp(layers):
+def isolate_tmp(layers, confinement):
     """Mount a copy-on-write overlay on /tmp for this process and its children, its upper layer in the
-    new folder ``layers``. Raises OSError when the kernel refuses a step (no mount namespace here)."""
-    import _ctypes
-
-    class Function(_ctypes.CFuncPtr):
-        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-
-    class Libc:
-        _handle = _ctypes.dlopen(None, 0)
-
-    unshare, mount = Function(("unshare", Libc)), Function(("mount", Libc))
+    new folder ``layers``, through ``confinement`` (the worker's ``confine``: its C calls). Raises OSError when the
+    kernel refuses a step (no mount namespace here)."""
+    unshare, mount = confinement.libc_function("unshare"), confinement.libc_function("mount")
 
     def check(result, step):
         if result != 0:
-            errno = _ctypes.get_errno()
+            errno = confinement.last_errno()
             raise OSError(errno, f"private /tmp, {step}: {os.strerror(errno)}")
 
     # Every flag here is below 2**31, so passing it as a C int (no argtypes: ``ctypes`` costs ~5 ms) is exact.
@@ -49,9 +43,7 @@ def isolate_tmp(layers):
     in_user_namespace = unshare(CLONE_NEWNS) != 0
     if in_user_namespace:  # not root: a user namespace in which this user may mount (root's files show as 65534)
         check(unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
+        confinement.map_own_ids(uid, gid)
     check(mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
     upper, work = os.path.join(layers, "upper"), os.path.join(layers, "work")
     os.makedirs(upper)
@@ -103,4 +95,7 @@ def remove_layers(layers) -> None:
 
 
 if __name__ == "__main__":  # the probe: exit 0 when a private /tmp can be mounted here
-    isolate_tmp(sys.argv[1])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # ``-I`` leaves this folder out
+    import confine
+
+    isolate_tmp(sys.argv[1], confine)

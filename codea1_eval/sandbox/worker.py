@@ -280,10 +280,11 @@ def main(result_fd, stream, progress_fd=None):
     progress_fd = setup["progress_fd"] if progress_fd is None else progress_fd
     call_index = memoryview(mmap.mmap(progress_fd, 8)).cast("q")  # the parent's session.Progress: each call's index
     os.close(progress_fd)
+    confining = loaded("confine")
     if setup["private_tmp"] is not None:
-        sibling("private_tmp").isolate_tmp(setup["private_tmp"])
+        sibling("private_tmp").isolate_tmp(setup["private_tmp"], confining)
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
-    confining, lists, alarms = loaded("confine"), loaded("input_lists"), loaded("alarm")  # read while it may
+    lists, alarms = loaded("input_lists"), loaded("alarm")  # read while it may
     if setup["landlock"] is not None:
         confining.confine(setup["landlock"])
     if setup["fence"] is not None:
