@@ -12,21 +12,28 @@ the cache) and changes only bookkeeping:
   prompt row goes through the decoder once and its cache rows and last hidden state are copied to its
   duplicates before the head runs on all rows, as in ``generate`` (the decoder's matrix products over
   at least ``MIN_SHARED_PREFILL_TOKENS`` prompt tokens give the same rows with or without the
-  duplicates). ``tests/unit/test_hf_decoding.py`` checks every step's logits against ``generate``'s bit
-  for bit, and ``tests/integration/test_smollm2.py`` the completions of SmolLM2 itself.
+  duplicates);
+- rows that finish decode padding, as under ``generate`` when the model has an end token, until
+  enough of them are done (``drop_finished``, on CPU): then they leave the batch, in steps of
+  ``ROWS_STEP`` rows. Fewer rows change the matrix shapes, and a kernel may round differently for
+  them (this CPU's do below 16 rows), so each smaller size runs beside the larger batch once per
+  process and is used only when every logit of its rows is the same bit for bit (``perf/HISTORY.md``
+  has what it saves).
 
-Rows that finish keep decoding padding, as under ``generate`` when the model has an end token:
-dropping them would change the batch's matrix shapes, and with them the rounding of the other rows.
-``supports_fast_decoding`` sends every model this loop does not mirror to ``generate`` itself.
+``tests/unit/test_hf_decoding.py`` checks every step's logits against ``generate``'s bit for bit, and
+``tests/integration/test_smollm2.py`` the completions of SmolLM2 itself. ``supports_fast_decoding`` sends
+every model this loop does not mirror to ``generate`` itself.
 """
 
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any, Callable
 
-ChooseTokens = Callable[[Any], Any]
-"""(B, vocab) float32 logits of the last position -> (B,) chosen token ids."""
+ChooseTokens = Callable[[Any, Any], Any]
+"""((b, vocab) float32 logits of the last position, (b,) indices of those b rows in the batch) -> (b,)
+chosen token ids."""
 RowsDone = Callable[[Any], Any]
 """(B, width + generated) token ids so far -> (B,) bool: rows that have just finished."""
 
@@ -35,6 +42,11 @@ HEAD_IS_LINEAR = frozenset({"llama", "qwen2", "qwen3", "mistral", "phi3", "starc
 MIN_SHARED_PREFILL_TOKENS = 256
 """Shared prefill only when the distinct rows hold this many tokens: matrix products over very few rows
 may take another kernel (and round differently) than over the whole batch's."""
+
+ROWS_STEP = 4
+"""Finished rows leave the batch in steps of this many rows."""
+_VERDICTS: "weakref.WeakKeyDictionary[Any, dict[tuple[int, int], bool]]" = weakref.WeakKeyDictionary()
+"""Per model: (batch rows, fewer rows) -> whether the fewer rows' logits were found equal to the batch's."""
 
 _DEFAULT_GENERATION_SETTINGS = {
     "repetition_penalty": (None, 1.0), "encoder_repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
@@ -65,11 +77,15 @@ def supports_fast_decoding(model: Any) -> bool:
 
 
 def decode(model: Any, input_ids: Any, attention_mask: Any, max_new_tokens: int, pad_token_id: int,
-           choose: ChooseTokens, rows_done: RowsDone, pad_finished: bool = True) -> Any:
+           choose: ChooseTokens, rows_done: RowsDone, pad_finished: bool = True, drop_finished: bool = False) -> Any:
     """Left-padded ``input_ids`` followed by up to ``max_new_tokens`` chosen tokens per row (rows that
     are done get ``pad_token_id`` when ``pad_finished``, as ``generate`` does when the model has an end
     token), stopping when every row is done, as ``model.generate`` with ``do_sample=False`` and a logits
-    processor that forces ``choose``'s tokens would."""
+    processor that forces ``choose``'s tokens would.
+
+    ``drop_finished`` (with ``pad_finished``, on CPU) lets finished rows leave the batch where that is
+    verified to leave the other rows' logits unchanged (:func:`_kept_rows`); ``choose`` must then not
+    depend on being called for the rows that left (no shared random generator)."""
     import torch
 
     extra: dict[str, Any] = {"logits_to_keep": 1} if model._supports_logits_to_keep() else {}
@@ -78,9 +94,15 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, max_new_tokens: int,
         positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
     cache = _growing_cache(model, input_ids.shape[1] + max_new_tokens)
     logits = _prefill(model, input_ids, attention_mask, positions, cache, extra)
-    sequences, unfinished = input_ids, torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
+    batch = len(input_ids)
+    rows = torch.arange(batch, device=input_ids.device)  # the batch's rows in the model's batch, in order
+    may_drop = drop_finished and pad_finished and input_ids.device.type == "cpu"
+    verdicts = _VERDICTS.setdefault(model, {}) if may_drop else None
+    sequences, unfinished = input_ids, torch.ones(batch, dtype=torch.bool, device=input_ids.device)
     for step in range(max_new_tokens):
-        tokens = choose(logits)
+        tokens = choose(logits, rows)
+        if len(rows) < batch:
+            tokens = tokens.new_full((batch,), pad_token_id).index_copy_(0, rows, tokens)
         if pad_finished:
             tokens = torch.where(unfinished, tokens, pad_token_id)
         sequences = torch.cat([sequences, tokens[:, None]], dim=-1)
@@ -90,11 +112,77 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, max_new_tokens: int,
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(attention_mask), 1))], dim=-1)
         if positions is not None:
             positions = positions[:, -1:] + 1
-            extra["position_ids"] = positions
-        outputs = model(input_ids=tokens[:, None], attention_mask=attention_mask, past_key_values=cache,
-                        use_cache=True, return_dict=True, **extra)
-        logits = outputs.logits[:, -1].to(copy=True, dtype=torch.float32)
+        inputs = _StepInputs(tokens[rows][:, None], attention_mask, positions)
+        keep = None if verdicts is None else _kept_rows(unfinished[rows], batch, verdicts)
+        if keep is None:
+            logits = inputs.run(model, cache, extra)
+            continue
+        logits, cache, kept = _step_without_finished(model, inputs, cache, extra, keep, verdicts, batch)
+        if kept:
+            rows, attention_mask = rows[keep], attention_mask[keep]
+            positions = None if positions is None else positions[keep]
     return sequences
+
+
+class _StepInputs:
+    """One decoding step's inputs for the rows in the model's batch."""
+
+    def __init__(self, tokens: Any, attention_mask: Any, positions: Any):
+        self.tokens, self.attention_mask, self.positions = tokens, attention_mask, positions
+
+    def run(self, model: Any, cache: Any, extra: dict[str, Any]) -> Any:
+        """(rows, vocab) float32 logits of this step; ``cache`` grows by one position."""
+        import torch
+
+        if self.positions is not None:
+            extra = {**extra, "position_ids": self.positions}
+        outputs = model(input_ids=self.tokens, attention_mask=self.attention_mask, past_key_values=cache,
+                        use_cache=True, return_dict=True, **extra)
+        return outputs.logits[:, -1].to(copy=True, dtype=torch.float32)
+
+    def rows(self, keep: Any) -> "_StepInputs":
+        """The same inputs for the rows ``keep`` only."""
+        return _StepInputs(self.tokens[keep], self.attention_mask[keep],
+                           None if self.positions is None else self.positions[keep])
+
+
+def _kept_rows(unfinished: Any, batch: int, verdicts: dict[tuple[int, int], bool]) -> Any:
+    """Positions in the model's batch to keep for the next step, or None to keep them all: every unfinished
+    row, then finished ones up to a multiple of ``ROWS_STEP`` above every size found to change logits
+    (fewer sizes to verify; matrix kernels switch at such multiples), once an eighth of the rows can go
+    (so that the cache is not copied for one or two rows)."""
+    import torch
+
+    size, alive = len(unfinished), int(unfinished.sum())
+    failed = max((rows for (full, rows), same in verdicts.items() if full == batch and not same and rows < size),
+                 default=0)
+    target = -(-max(alive, failed + 1) // ROWS_STEP) * ROWS_STEP
+    if size - target < max(1, size // 8):
+        return None
+    finished = (~unfinished).nonzero().flatten()[: target - alive]
+    return torch.cat([unfinished.nonzero().flatten(), finished]).sort().values
+
+
+def _step_without_finished(model: Any, inputs: _StepInputs, cache: Any, extra: dict[str, Any], keep: Any,
+                           verdicts: dict[tuple[int, int], bool], batch: int) -> tuple[Any, Any, bool]:
+    """(logits, cache, whether only ``keep``'s rows remain) of the next step. A batch size not yet
+    verified against ``batch`` rows runs both ways once, and its rows' logits must equal the larger
+    batch's bit for bit (matrix kernels may round differently for fewer rows; this CPU's do below 16)."""
+    import torch
+
+    key = (batch, len(keep))
+    if verdicts.get(key):
+        cache = _selected_cache(model, cache, keep, cache.get_seq_length())
+        return inputs.rows(keep).run(model, cache, extra), cache, True
+    length = cache.get_seq_length()
+    logits = inputs.run(model, cache, extra)
+    smaller = _selected_cache(model, cache, keep, length)
+    smaller_logits = inputs.rows(keep).run(model, smaller, extra)
+    if torch.equal(smaller_logits, logits[keep]):
+        verdicts[key] = True
+        return smaller_logits, smaller, True
+    verdicts[key] = False
+    return logits, cache, False
 
 
 def _prefill(model: Any, input_ids: Any, attention_mask: Any, positions: Any, cache: Any,
@@ -168,6 +256,15 @@ def _growing_cache(model: Any, capacity: int) -> Any:
         def get_seq_length(self) -> int:
             return self.length if self.is_initialized else 0
 
+        def selected(self, indices: Any, length: int) -> "GrowingLayer":
+            """A copy holding the rows ``indices`` of this layer's first ``length`` positions."""
+            layer = GrowingLayer()
+            layer.dtype, layer.device, layer.is_initialized = self.dtype, self.device, True
+            layer.key_buffer, layer.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
+            layer.length = length
+            layer.keys, layer.values = layer.key_buffer[:, :, :length], layer.value_buffer[:, :, :length]
+            return layer
+
         def batch_select_indices(self, indices: Any) -> None:
             self.key_buffer, self.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
             self.keys, self.values = self.key_buffer[:, :, : self.length], self.value_buffer[:, :, : self.length]
@@ -175,6 +272,15 @@ def _growing_cache(model: Any, capacity: int) -> Any:
     cache = DynamicCache(config=model.config)
     cache.layers = [GrowingLayer() for _ in cache.layers]
     return cache
+
+
+def _selected_cache(model: Any, cache: Any, indices: Any, length: int) -> Any:
+    """A copy of a :func:`_growing_cache` holding the rows ``indices`` of its first ``length`` positions."""
+    from transformers import DynamicCache
+
+    selected = DynamicCache(config=model.config)
+    selected.layers = [layer.selected(indices, length) for layer in cache.layers]
+    return selected
 
 
 def _grown(buffer: Any, length: int, positions: int) -> Any:

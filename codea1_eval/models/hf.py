@@ -205,7 +205,7 @@ class HFBackend:
                 output = decode(self.model, input_ids.to(self.device), attention_mask.to(self.device),
                                 max_new_tokens, self.tokenizer.pad_token_id, sampler.choose,
                                 lambda ids: stopper(ids, None) | torch.isin(ids[:, -1], self._eos_ids),
-                                pad_finished=len(self._eos_ids) > 0)
+                                pad_finished=len(self._eos_ids) > 0, drop_finished=sampler.rows_independent)
             else:
                 output = self.model.generate(
                     input_ids=input_ids.to(self.device),
@@ -247,13 +247,21 @@ class _Sampler:
         choice = self.choose(scores)
         return torch.full_like(scores, float("-inf")).scatter_(1, choice[:, None], 0.0)
 
-    def choose(self, scores: Any) -> Any:
-        """(B,) token ids chosen from (B, vocab) float32 logits."""
+    @property
+    def rows_independent(self) -> bool:
+        """Whether a row's choice never depends on the other rows' draws (no row samples from torch's
+        global generator), so finished rows may leave the batch."""
+        return all(params.temperature == 0 or generator is not None
+                   for params, generator in zip(self.params, self.generators))
+
+    def choose(self, scores: Any, rows: Any = None) -> Any:
+        """(b,) token ids chosen from (b, vocab) float32 logits of the batch's ``rows`` (default: all)."""
 
         choice = scores.argmax(dim=-1)
-        for r, (params, generator) in enumerate(zip(self.params, self.generators)):
+        for i, r in enumerate(range(len(scores)) if rows is None else rows.tolist()):
+            params = self.params[r]
             if params.temperature > 0:
-                choice[r] = self.sample(scores[r], params.temperature, params.top_p, generator)
+                choice[i] = self.sample(scores[i], params.temperature, params.top_p, self.generators[r])
         return choice
 
 

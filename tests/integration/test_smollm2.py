@@ -100,22 +100,30 @@ def test_cpu_generation_uses_grouped_attention_with_transformers_tokens(backend)
     assert "def add(a, b):" in grouped[0][0].text and len(grouped[2]) == 2
 
 
-def test_fast_decoding_picks_the_tokens_transformers_generate_picks(backend):
-    """``decoding="fast"`` (growing KV buffers, one prefill per distinct prompt, top-k-first top-p draw)
-    gives the same completions as ``model.generate`` with the full-sort draw, on the coder prompt of two
-    HumanEval+ tasks: seeded samples (n=3, one prefill each), a greedy row and a stop string in one batch."""
+def test_fast_decoding_picks_the_tokens_transformers_generate_picks():
+    """``decoding="fast"`` (growing KV buffers, one prefill per distinct prompt, top-k-first top-p draw,
+    finished rows leaving the batch) gives the same completions as ``model.generate`` with the full-sort
+    draw, on the coder prompt of three HumanEval+ tasks: 22 seeded samples that stop after 12, 24 and 40
+    tokens, a greedy row and a stop string in one batch of 24. Once the 8 short rows are done, the others
+    go on in a smaller batch (found to give them the same logits first)."""
     from codea1_eval.benchmarks.base import load_benchmark
+    from codea1_eval.models import decode as decoding
     from codea1_eval.prompts import code_messages
 
-    problems = load_benchmark("humaneval+", None).problems[:2]
+    problems = load_benchmark("humaneval+", None).problems[:3]
     requests = [GenerationRequest(code_messages(p.question), params=SamplingParams(
-        n=3, temperature=0.7, top_p=0.95, max_tokens=40, seed=index)) for index, p in enumerate(problems)]
+        n=n, temperature=0.7, top_p=0.95, max_tokens=max_tokens, seed=index))
+        for index, (p, n, max_tokens) in enumerate(zip(problems, (8, 8, 6), (12, 40, 24)))]
     requests += [GenerationRequest(code_messages(problems[1].question), params=SamplingParams(max_tokens=40)),
                  chat(ADD, max_tokens=40, stop=["return"])]
-    reference = load_backend("smollm2", {"batch_size": 8, "decoding": "generate"}, cache=None)
+    fast = load_backend("smollm2", {"batch_size": 24}, cache=None)
+    reference = load_backend("smollm2", {"batch_size": 24, "decoding": "generate"}, cache=None)
     expected = reference.generate(requests)
-    assert backend.generate(requests) == expected
-    assert backend._fast_decoding and not reference._fast_decoding  # (set when the model loads)
-    assert [len(completions) for completions in expected] == [3, 3, 1, 1]
-    assert len({c.text for c in expected[0]}) == 3  # the samples differ: the draws are really sampled
-    assert "def add(a, b):" in expected[3][0].text and expected[3][0].finish_reason == "stop"  # cut at "return"
+    assert fast.generate(requests) == expected
+    assert fast._fast_decoding and not reference._fast_decoding  # (set when the model loads)
+    assert [len(completions) for completions in expected] == [8, 8, 6, 1, 1]
+    assert [c.completion_tokens for c in expected[0]] == [12] * 8
+    assert len({c.text for c in expected[1]}) == 8  # the samples differ: the draws are really sampled
+    assert "def add(a, b):" in expected[4][0].text and expected[4][0].finish_reason == "stop"  # cut at "return"
+    verdicts = decoding._VERDICTS[fast.model]
+    assert any(verdicts.values()) and all(batch == 24 for batch, _ in verdicts)  # rows did leave

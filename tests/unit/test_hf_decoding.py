@@ -1,5 +1,6 @@
 """Our decoding loop against transformers' ``generate`` on a small random Llama: the same logits at every
-step, bit for bit, and the same tokens (left padding, duplicate prompts sharing one prefill, end tokens)."""
+step, bit for bit, and the same tokens (left padding, duplicate prompts sharing one prefill, end tokens,
+finished rows leaving the batch)."""
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_every_step_equals_generate(model, rows, width, duplicates, padding, sha
     assert (distinct < rows and distinct * width >= decoding.MIN_SHARED_PREFILL_TOKENS) == shared
     ours, theirs = [], _Recorder()
 
-    def choose(logits):
+    def choose(logits, rows):
         ours.append(logits.clone())
         return logits.argmax(-1)
 
@@ -83,3 +84,74 @@ def test_a_generation_config_that_adds_processors_goes_to_generate(model):
         assert not decoding.supports_fast_decoding(model)
     finally:
         model.generation_config.repetition_penalty = None
+
+
+class _StopAt(transformers.StoppingCriteria):
+    """Row r is done once it has ``lengths[r]`` new tokens (for ``generate`` and for our loop alike)."""
+
+    def __init__(self, width, lengths):
+        self.width, self.lengths = width, torch.tensor(lengths)
+
+    def __call__(self, input_ids, scores=None, **kwargs):
+        return input_ids.shape[1] - self.width >= self.lengths
+
+
+# 32 rows: 8 done after 2 tokens, 8 after 4, 8 after 6, 8 run all 10 (end tokens aside).
+LENGTHS = [2, 4, 6, 10] * 8
+
+
+def _decode_with_rows(model, ids, mask, lengths):
+    """Our loop with finished rows dropped: (sequences, [(rows, logits) per step])."""
+    steps = []
+
+    def choose(logits, rows):
+        steps.append((rows.clone(), logits.clone()))
+        return logits.argmax(-1)
+
+    stop = _StopAt(ids.shape[1], lengths)
+    with torch.inference_mode():
+        sequences = decoding.decode(model, ids, mask, 10, PAD, choose,
+                                    lambda sequences: stop(sequences) | (sequences[:, -1] == EOS), drop_finished=True)
+    return sequences, steps
+
+
+def _generate(model, ids, mask, lengths):
+    theirs = _Recorder()
+    with torch.inference_mode():
+        reference = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=10,
+                                   pad_token_id=PAD, logits_processor=transformers.LogitsProcessorList([theirs]),
+                                   stopping_criteria=transformers.StoppingCriteriaList([_StopAt(ids.shape[1], lengths)]))
+    return reference, theirs.steps
+
+
+def test_finished_rows_leave_the_batch_without_changing_any_logit(model):
+    decoding._VERDICTS.pop(model, None)
+    ids, mask = _batch(32, 20, [], {3: 6, 17: 11}, seed=32)
+    sequences, steps = _decode_with_rows(model, ids, mask, LENGTHS)
+    reference, expected = _generate(model, ids, mask, LENGTHS)
+    assert torch.equal(sequences, reference)
+    assert len(steps) == len(expected) == 10
+    assert all(torch.equal(logits, full[rows]) for (rows, logits), full in zip(steps, expected))
+    sizes = [len(rows) for rows, _ in steps]
+    # Rows leave once 8 of 32 are done (at least an eighth); this CPU's kernels give 24 and 16 rows the
+    # 32-row batch's values, and 8 and 12 rows other values, so 16 stay.
+    assert sizes == [32, 32, 24, 24, 16, 16, 16, 16, 16, 16]
+    assert decoding._VERDICTS[model] == {(32, 24): True, (32, 16): True, (32, 8): False, (32, 12): False}
+
+
+def test_rows_stay_when_fewer_rows_would_change_logits(model):
+    """A batch size whose logits differ (here made to, by a hook on the output head) is refused: that step
+    keeps the larger batch, and no size at or below it is tried again."""
+    decoding._VERDICTS.pop(model, None)
+    ids, mask = _batch(32, 20, [], {5: 4}, seed=33)
+    hook = model.lm_head.register_forward_hook(lambda module, inputs, output: output + 1e-3 * (len(output) < 32))
+    try:
+        sequences, steps = _decode_with_rows(model, ids, mask, LENGTHS)
+    finally:
+        hook.remove()
+        verdicts = decoding._VERDICTS.pop(model)
+    reference, expected = _generate(model, ids, mask, LENGTHS)
+    assert torch.equal(sequences, reference)
+    assert all(torch.equal(logits, full) for (rows, logits), full in zip(steps, expected))
+    assert [len(rows) for rows, _ in steps] == [32] * 10
+    assert verdicts == {(32, 24): False, (32, 28): False}
