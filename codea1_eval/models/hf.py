@@ -72,7 +72,7 @@ class HFBackend:
     ``decoding="fast"`` (default) runs ``models/decode.py``'s loop with ``models/sampling.py``'s draw,
     built to pick the tokens of ``decoding="generate"`` (transformers' ``generate`` with a full-sort
     top-p draw: the backend before that loop, still used for every model the loop does not mirror) in
-    about half the time on CPU (``perf/generation.py``); on CPU the two are checked to give the same
+    about 0.4 of the time on CPU (``perf/generation.py``); on CPU the two are checked to give the same
     completions (``tests/integration/test_smollm2.py``), so they share an identity.
     """
 
