@@ -16,9 +16,10 @@ the cache) and changes only bookkeeping:
 - rows that finish decode padding, as under ``generate`` when the model has an end token, until
   enough of them are done (``drop_finished``, on CPU): then they leave the batch, in steps of
   ``ROWS_STEP`` rows. Fewer rows change the matrix shapes, and a kernel may round differently for
-  them (this CPU's do below 16 rows), so each smaller size runs beside the larger batch once per
-  process and is used only when every logit of its rows is the same bit for bit (``perf/HISTORY.md``
-  has what it saves).
+  them, so each smaller size runs beside the larger batch once per process and is used only when every
+  logit of its rows is the same bit for bit. That verdict is kept for the process: it assumes a kernel's
+  rounding depends on the shapes, the thread count and the dtype (part of its key), not on the values
+  (``perf/README.md`` has the sizes that pass on this CPU and what it saves).
 
 ``tests/unit/test_hf_decoding.py`` checks every step's logits against ``generate``'s bit for bit, and
 ``tests/integration/test_smollm2.py`` the completions of SmolLM2 itself. ``supports_fast_decoding`` sends
@@ -45,8 +46,10 @@ may take another kernel (and round differently) than over the whole batch's."""
 
 ROWS_STEP = 4
 """Finished rows leave the batch in steps of this many rows."""
-_VERDICTS: "weakref.WeakKeyDictionary[Any, dict[tuple[int, int], bool]]" = weakref.WeakKeyDictionary()
-"""Per model: (batch rows, fewer rows) -> whether the fewer rows' logits were found equal to the batch's."""
+_VERDICTS: "weakref.WeakKeyDictionary[Any, dict[tuple, bool]]" = weakref.WeakKeyDictionary()
+"""Per model: (batch rows, fewer rows, whether those have padding, threads, dtype) -> whether the fewer rows'
+logits were found equal to the batch's. Padding counts because a batch without any takes attention without a
+mask."""
 
 _DEFAULT_GENERATION_SETTINGS = {
     "repetition_penalty": (None, 1.0), "encoder_repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
@@ -84,7 +87,7 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, max_new_tokens: int,
     processor that forces ``choose``'s tokens would.
 
     ``drop_finished`` (with ``pad_finished``, on CPU) lets finished rows leave the batch where that is
-    verified to leave the other rows' logits unchanged (:func:`_kept_rows`); ``choose`` must then not
+    verified to leave the other rows' logits unchanged (:func:`_step_without_finished`); ``choose`` must then not
     depend on being called for the rows that left (no shared random generator)."""
     import torch
 
@@ -112,7 +115,7 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, max_new_tokens: int,
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(attention_mask), 1))], dim=-1)
         if positions is not None:
             positions = positions[:, -1:] + 1
-        inputs = _StepInputs(tokens[rows][:, None], attention_mask, positions)
+        inputs = _StepInputs((tokens if len(rows) == batch else tokens[rows])[:, None], attention_mask, positions)
         keep = None if verdicts is None else _kept_rows(unfinished[rows], batch, verdicts)
         if keep is None:
             logits = inputs.run(model, cache, extra)
@@ -140,44 +143,45 @@ class _StepInputs:
                         use_cache=True, return_dict=True, **extra)
         return outputs.logits[:, -1].to(copy=True, dtype=torch.float32)
 
-    def rows(self, keep: Any) -> "_StepInputs":
+    def only(self, keep: Any) -> "_StepInputs":
         """The same inputs for the rows ``keep`` only."""
         return _StepInputs(self.tokens[keep], self.attention_mask[keep],
                            None if self.positions is None else self.positions[keep])
 
 
-def _kept_rows(unfinished: Any, batch: int, verdicts: dict[tuple[int, int], bool]) -> Any:
+def _kept_rows(unfinished: Any, batch: int, verdicts: dict[tuple, bool]) -> Any:
     """Positions in the model's batch to keep for the next step, or None to keep them all: every unfinished
     row, then finished ones up to a multiple of ``ROWS_STEP`` above every size found to change logits
-    (fewer sizes to verify; matrix kernels switch at such multiples), once an eighth of the rows can go
-    (so that the cache is not copied for one or two rows)."""
+    (fewer sizes to verify; matrix kernels switch at such multiples), once ``ROWS_STEP`` rows and an eighth
+    of the batch can go (so that the cache is not copied for a row or two)."""
     import torch
 
     size, alive = len(unfinished), int(unfinished.sum())
-    failed = max((rows for (full, rows), same in verdicts.items() if full == batch and not same and rows < size),
+    failed = max((fewer for (full, fewer, *_), same in verdicts.items() if full == batch and not same and fewer < size),
                  default=0)
     target = -(-max(alive, failed + 1) // ROWS_STEP) * ROWS_STEP
-    if size - target < max(1, size // 8):
+    if size - target < max(ROWS_STEP, size // 8):
         return None
     finished = (~unfinished).nonzero().flatten()[: target - alive]
     return torch.cat([unfinished.nonzero().flatten(), finished]).sort().values
 
 
 def _step_without_finished(model: Any, inputs: _StepInputs, cache: Any, extra: dict[str, Any], keep: Any,
-                           verdicts: dict[tuple[int, int], bool], batch: int) -> tuple[Any, Any, bool]:
+                           verdicts: dict[tuple, bool], batch: int) -> tuple[Any, Any, bool]:
     """(logits, cache, whether only ``keep``'s rows remain) of the next step. A batch size not yet
     verified against ``batch`` rows runs both ways once, and its rows' logits must equal the larger
-    batch's bit for bit (matrix kernels may round differently for fewer rows; this CPU's do below 16)."""
+    batch's bit for bit (matrix kernels may round differently for fewer rows)."""
     import torch
 
-    key = (batch, len(keep))
+    padded = not bool(inputs.attention_mask[keep].all())
+    key = (batch, len(keep), padded, torch.get_num_threads(), model.dtype)
     if verdicts.get(key):
         cache = _selected_cache(model, cache, keep, cache.get_seq_length())
-        return inputs.rows(keep).run(model, cache, extra), cache, True
+        return inputs.only(keep).run(model, cache, extra), cache, True
     length = cache.get_seq_length()
     logits = inputs.run(model, cache, extra)
     smaller = _selected_cache(model, cache, keep, length)
-    smaller_logits = inputs.rows(keep).run(model, smaller, extra)
+    smaller_logits = inputs.only(keep).run(model, smaller, extra)
     if torch.equal(smaller_logits, logits[keep]):
         verdicts[key] = True
         return smaller_logits, smaller, True

@@ -126,4 +126,4 @@ def test_fast_decoding_picks_the_tokens_transformers_generate_picks():
     assert len({c.text for c in expected[1]}) == 8  # the samples differ: the draws are really sampled
     assert "def add(a, b):" in expected[4][0].text and expected[4][0].finish_reason == "stop"  # cut at "return"
     verdicts = decoding._VERDICTS[fast.model]
-    assert any(verdicts.values()) and all(batch == 24 for batch, _ in verdicts)  # rows did leave
+    assert any(same and fewer == 16 for (_, fewer, *_), same in verdicts.items())  # 16 rows went on alone

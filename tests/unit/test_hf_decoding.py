@@ -101,42 +101,63 @@ LENGTHS = [2, 4, 6, 10] * 8
 
 
 def _decode_with_rows(model, ids, mask, lengths):
-    """Our loop with finished rows dropped: (sequences, [(rows, logits) per step])."""
-    steps = []
+    """Our loop with finished rows dropped: (sequences, [(rows, logits) per step], forward calls)."""
+    steps, forwards = [], []
 
     def choose(logits, rows):
         steps.append((rows.clone(), logits.clone()))
         return logits.argmax(-1)
 
     stop = _StopAt(ids.shape[1], lengths)
-    with torch.inference_mode():
-        sequences = decoding.decode(model, ids, mask, 10, PAD, choose,
-                                    lambda sequences: stop(sequences) | (sequences[:, -1] == EOS), drop_finished=True)
-    return sequences, steps
+    counter = model.register_forward_hook(lambda *args: forwards.append(1))
+    try:
+        with torch.inference_mode():
+            sequences = decoding.decode(model, ids, mask, 10, PAD, choose, drop_finished=True,
+                                        rows_done=lambda sequences: stop(sequences) | (sequences[:, -1] == EOS))
+    finally:
+        counter.remove()
+    return sequences, steps, len(forwards)
 
 
 def _generate(model, ids, mask, lengths):
     theirs = _Recorder()
+    stop = transformers.StoppingCriteriaList([_StopAt(ids.shape[1], lengths)])
     with torch.inference_mode():
         reference = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=10,
                                    pad_token_id=PAD, logits_processor=transformers.LogitsProcessorList([theirs]),
-                                   stopping_criteria=transformers.StoppingCriteriaList([_StopAt(ids.shape[1], lengths)]))
+                                   stopping_criteria=stop)
     return reference, theirs.steps
 
 
-def test_finished_rows_leave_the_batch_without_changing_any_logit(model):
+def _key(size, padded):
+    return (32, size, padded, torch.get_num_threads(), torch.float32)
+
+
+@pytest.mark.parametrize("padding,verdicts", [
+    # The padded row 3 runs all 10 tokens, so every smaller batch still has padding. This CPU's kernels
+    # give 24 and 16 rows the 32-row batch's values and 8 and 12 rows other values, so 16 stay.
+    ({3: 6, 17: 11}, {_key(24, True): True, _key(16, True): True, _key(8, True): False, _key(12, True): False}),
+    # The padded rows 0 and 4 are done after 2 tokens, so the smaller batches have none (and attention no mask).
+    ({0: 6, 4: 11}, {_key(24, False): True, _key(16, False): True, _key(8, False): False,
+                     _key(12, False): False}),
+])
+def test_finished_rows_leave_the_batch_without_changing_any_logit(model, padding, verdicts):
     decoding._VERDICTS.pop(model, None)
-    ids, mask = _batch(32, 20, [], {3: 6, 17: 11}, seed=32)
-    sequences, steps = _decode_with_rows(model, ids, mask, LENGTHS)
+    ids, mask = _batch(32, 20, [], padding, seed=32)
+    sequences, steps, forwards = _decode_with_rows(model, ids, mask, LENGTHS)
     reference, expected = _generate(model, ids, mask, LENGTHS)
     assert torch.equal(sequences, reference)
     assert len(steps) == len(expected) == 10
     assert all(torch.equal(logits, full[rows]) for (rows, logits), full in zip(steps, expected))
-    sizes = [len(rows) for rows, _ in steps]
-    # Rows leave once 8 of 32 are done (at least an eighth); this CPU's kernels give 24 and 16 rows the
-    # 32-row batch's values, and 8 and 12 rows other values, so 16 stay.
-    assert sizes == [32, 32, 24, 24, 16, 16, 16, 16, 16, 16]
-    assert decoding._VERDICTS[model] == {(32, 24): True, (32, 16): True, (32, 8): False, (32, 12): False}
+    # Rows leave once 4 rows and an eighth of the batch are done; each size tried runs beside the batch once.
+    assert [len(rows) for rows, _ in steps] == [32, 32, 24, 24, 16, 16, 16, 16, 16, 16]
+    assert decoding._VERDICTS[model] == verdicts
+    assert forwards == 1 + 9 + len(verdicts)
+    # A second batch of that size reuses the verdicts: the same steps, no forward beside them.
+    again, steps_again, forwards_again = _decode_with_rows(model, ids, mask, LENGTHS)
+    assert torch.equal(again, reference) and forwards_again == 1 + 9
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(steps, steps_again))
+    assert decoding._VERDICTS.pop(model) == verdicts
 
 
 def test_rows_stay_when_fewer_rows_would_change_logits(model):
@@ -146,7 +167,7 @@ def test_rows_stay_when_fewer_rows_would_change_logits(model):
     ids, mask = _batch(32, 20, [], {5: 4}, seed=33)
     hook = model.lm_head.register_forward_hook(lambda module, inputs, output: output + 1e-3 * (len(output) < 32))
     try:
-        sequences, steps = _decode_with_rows(model, ids, mask, LENGTHS)
+        sequences, steps, forwards = _decode_with_rows(model, ids, mask, LENGTHS)
     finally:
         hook.remove()
         verdicts = decoding._VERDICTS.pop(model)
@@ -154,4 +175,17 @@ def test_rows_stay_when_fewer_rows_would_change_logits(model):
     assert torch.equal(sequences, reference)
     assert all(torch.equal(logits, full) for (rows, logits), full in zip(steps, expected))
     assert [len(rows) for rows, _ in steps] == [32] * 10
-    assert verdicts == {(32, 24): False, (32, 28): False}
+    assert verdicts == {_key(24, True): False, _key(28, True): False}
+    assert forwards == 1 + 9 + 2
+
+
+def test_rows_may_leave_only_when_no_row_draws_from_the_global_generator():
+    from codea1_eval.models.base import SamplingParams
+    from codea1_eval.models.hf import _Row, _Sampler
+
+    def sampler(*rows):
+        batch = [_Row(0, range(1), [1], SamplingParams(temperature=temperature)) for temperature, _ in rows]
+        return _Sampler(batch, [torch.Generator() if seeded else None for _, seeded in rows])
+
+    assert sampler((0.0, False), (0.7, True)).rows_independent  # greedy, and sampled with its own generator
+    assert not sampler((0.0, False), (0.7, False)).rows_independent  # sampled from torch's global generator
