@@ -72,8 +72,9 @@ class HFBackend:
     ``decoding="fast"`` (default) runs ``models/decode.py``'s loop with ``models/sampling.py``'s draw,
     built to pick the tokens of ``decoding="generate"`` (transformers' ``generate`` with a full-sort
     top-p draw: the backend before that loop, still used for every model the loop does not mirror) in
-    about 0.4 of the time on CPU (``perf/generation.py``); on CPU the two are checked to give the same
-    completions (``tests/integration/test_smollm2.py``), so they share an identity.
+    about 0.4 of the time for sampled batches of 32 rows on CPU (``perf/generation.py``; the README's main
+    job, in batches of 16, took 0.63 of the wall time, judging included); on CPU the two are checked to give
+    the same completions (``tests/integration/test_smollm2.py``), so they share an identity.
     """
 
     def __init__(self, path: str, device: str | None = None, batch_size: int = 16, dtype: str = "auto",
@@ -256,7 +257,6 @@ class _Sampler:
 
     def choose(self, scores: Any, rows: Any = None) -> Any:
         """(b,) token ids chosen from (b, vocab) float32 logits of the batch's ``rows`` (default: all)."""
-
         choice = scores.argmax(dim=-1)
         for i, r in enumerate(range(len(scores)) if rows is None else rows.tolist()):
             params = self.params[r]
