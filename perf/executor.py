@@ -44,8 +44,8 @@ Targets (issue 22): ours >= 1.5 x evalplus-style on the default workload; on the
 --sample 0``: many fast inputs) ours >= 1.0 x evalplus-style and >= 0.5 x floor; >= 20 x CURE-style;
 judged on wall-clock calls/s (the table marks 1.5 x evalplus-style). CPU seconds (this process and its children)
 are printed too: on a shared machine they are steadier than wall time. The number of candidates passing every input
-is printed per way but CURE-style's (all must agree, up to candidates that draw random numbers or run close to their
-time limits; those are listed).
+is printed for every way except CURE-style (they must all agree, up to candidates that draw random numbers or run
+close to their time limits; those are listed).
 
 Usage: python perf/executor.py [--tasks N] [--sample N] [--candidates 16] [--cure-sample 300]
                                [--skip-slow-tasks SECONDS] [--json PATH]

@@ -239,9 +239,8 @@ def _growing_cache(model: Any, capacity: int) -> Any:
 
         def lazy_initialization(self, key_states: Any, value_states: Any) -> None:
             self.dtype, self.device = key_states.dtype, key_states.device
-            self.key_buffer, self.value_buffer = key_states[:, :, :0], value_states[:, :, :0]
-            self.length = 0
             self.is_initialized = True
+            self._hold(key_states[:, :, :0], value_states[:, :, :0], 0)
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
             if not self.is_initialized:
@@ -253,8 +252,7 @@ def _growing_cache(model: Any, capacity: int) -> Any:
                     for buffer in (self.key_buffer, self.value_buffer))
             self.key_buffer[:, :, self.length : end] = key_states
             self.value_buffer[:, :, self.length : end] = value_states
-            self.length = end
-            self.keys, self.values = self.key_buffer[:, :, :end], self.value_buffer[:, :, :end]
+            self._hold(self.key_buffer, self.value_buffer, end)
             return self.keys, self.values
 
         def get_seq_length(self) -> int:
@@ -264,14 +262,16 @@ def _growing_cache(model: Any, capacity: int) -> Any:
             """A copy holding the rows ``indices`` of this layer's first ``length`` positions."""
             layer = GrowingLayer()
             layer.dtype, layer.device, layer.is_initialized = self.dtype, self.device, True
-            layer.key_buffer, layer.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
-            layer.length = length
-            layer.keys, layer.values = layer.key_buffer[:, :, :length], layer.value_buffer[:, :, :length]
+            layer._hold(self.key_buffer[indices], self.value_buffer[indices], length)
             return layer
 
         def batch_select_indices(self, indices: Any) -> None:
-            self.key_buffer, self.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
-            self.keys, self.values = self.key_buffer[:, :, : self.length], self.value_buffer[:, :, : self.length]
+            self._hold(self.key_buffer[indices], self.value_buffer[indices], self.length)
+
+        def _hold(self, key_buffer: Any, value_buffer: Any, length: int) -> None:
+            """Keep these buffers, the first ``length`` positions filled, and show the model views of those."""
+            self.key_buffer, self.value_buffer, self.length = key_buffer, value_buffer, length
+            self.keys, self.values = key_buffer[:, :, :length], value_buffer[:, :, :length]
 
     cache = DynamicCache(config=model.config)
     cache.layers = [GrowingLayer() for _ in cache.layers]
