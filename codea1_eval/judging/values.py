@@ -40,7 +40,7 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
     outputs, n_base, atol = truth.outputs, problem.n_base, problem.atol
     lists = [(0, n_base), (n_base, len(problem.inputs))]
     comparators = [EvalplusComparator(oracle, problem.entry_point, atol) for _ in lists]
-    first_float: list[int | None] = [None, None]  # per list: its first float expectation's index, when needed
+    floats_before = [0, 0]  # per list: its first float expectation's index, or how far it is known to have none
     equality_decides = comparators[0].equality_decides
     expected: list = []  # ``outputs`` as a list, from the first call on (a cached line is decoded then)
 
@@ -53,10 +53,12 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
         part = 0 if index < n_base else 1
         start, stop = lists[part]
         comparator = comparators[part]
-        if atol == 0 and comparator.forces_float_tolerance:
-            if first_float[part] is None:
-                first_float[part] = next((j for j in range(start, stop) if is_floats(expected[j])), stop)
-            comparator.atol = 1e-6 if first_float[part] < index else 0
+        if atol == 0 and comparator.forces_float_tolerance:  # scanned only up to this call (a list fails early)
+            scanned = max(start, floats_before[part])
+            while scanned < index and not is_floats(expected[scanned]):
+                scanned += 1
+            floats_before[part] = scanned
+            comparator.atol = 1e-6 if scanned < index else 0
         call.judged = comparator.check(problem.inputs[index], expected[index], call.status == RETURNED, call.value)
         return index + 1 if call.judged else stop
 

@@ -20,10 +20,11 @@ from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.deadlines import Deadlines
 from codea1_eval.sandbox.digest_time import DIGEST_TIME_S
 from codea1_eval.sandbox.isolation import make_isolation
+from codea1_eval.sandbox.phases import child_list_drained, load_phase, phase_frame
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
-from codea1_eval.sandbox.session import FrameReader, WorkerSession
+from codea1_eval.sandbox.session import WorkerSession
 from codea1_eval.sandbox.spares import SpareWorkers
 from codea1_eval.sandbox.values import PLAIN_JSON, ProtocolViolation, decode
 
@@ -126,24 +127,13 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
     return ExecResult(status, list(results), error, workers, time.monotonic() - began)
 
 
-def _phase_frame(reader: "FrameReader", deadline: float, part_deadline: float):
-    """The next frame before ``deadline``: a dict, None on EOF, TOTAL_TIMEOUT when the budget of the calls due
-    (``Deadlines.at``) ran out, or the TimeoutError / ProtocolViolation that ended the wait."""
-    try:
-        return reader.next_frame(min(deadline, part_deadline))
-    except TimeoutError as exc:
-        return TOTAL_TIMEOUT if time.monotonic() >= part_deadline else exc
-    except ProtocolViolation as exc:
-        return exc
-
-
 def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int, stop: int,
            results: list, deadlines: Deadlines) -> tuple[str, int, str | None]:
     """Run one worker until it finishes call ``stop - 1``, dies or overruns. Returns (outcome, next call,
     detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
     that it had not sent yet (LOST: a later call's CRASH is stored)."""
     reader = session.reader
-    frame = _phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
+    frame = phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
     if frame == TOTAL_TIMEOUT:
         return TOTAL_TIMEOUT, start, None
     if isinstance(frame, Exception):
@@ -151,7 +141,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     if frame is None or frame.get("k") != "hello":
         return SANDBOX_ERROR, start, session.startup_error()
 
-    loaded = _load_phase(reader, limits, deadlines.at(start), start, trusted=True)
+    loaded = load_phase(reader, limits, deadlines.at(start), start, trusted=True)
     if loaded is not None:
         return loaded
     split = program.fresh_process_at
@@ -159,12 +149,12 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     index = start
     while index < stop:
         if index == reload_at:  # the child ran the calls before it; the worker itself now loads the program
-            loaded = _load_phase(reader, limits, deadlines.at(index), index, trusted=False)
+            loaded = load_phase(reader, limits, deadlines.at(index), index, trusted=False)
             if loaded is not None:
                 return loaded
         end = reload_at if reload_at is not None and index < reload_at else stop  # the calls of this process
         index, jumped = _take_returned(reader.batch, program, index, end, results)
-        if jumped:
+        if jumped and not (index == reload_at and child_list_drained(reader, reload_at, deadlines.at(index))):
             return JUMP, index, None
         if index >= end:
             continue
@@ -176,38 +166,11 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
         following = _next_call(program, index, results)
         if outcome != OK:
             return outcome, following, None
-        if following != index + 1:
+        if following != index + 1 and not (following == reload_at
+                                            and child_list_drained(reader, reload_at, deadlines.at(following))):
             return JUMP, following, None
         index = following
     return OK, index, None
-
-
-def _load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, index: int,
-                trusted: bool) -> tuple[str, int, str | None] | None:
-    """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
-    else the outcome. ``trusted``: no candidate code has run in the worker yet, so a load frame that says the sandbox
-    failed (no fork) before the worker's ``loading`` frame is the sandbox's failure, retried; any later one, or one
-    after a child of the worker ran candidate code, is the candidate's word (a load error)."""
-    load_deadline = time.monotonic() + limits.load_time_limit + limits.grace_s
-    frame = _phase_frame(reader, load_deadline, deadline)
-    if isinstance(frame, dict) and frame.get("k") == "load" and frame.get("s") == "sandbox" and trusted:
-        return SANDBOX_ERROR, index, f"worker could not fork: {str(frame.get('e'))[:500]}"
-    if isinstance(frame, dict) and frame.get("k") == "loading":
-        frame = _phase_frame(reader, load_deadline, deadline)
-    if frame == TOTAL_TIMEOUT:
-        return TOTAL_TIMEOUT, index, None
-    if isinstance(frame, TimeoutError):
-        return LOAD_TIMEOUT, index, "program load timed out"
-    if isinstance(frame, ProtocolViolation):
-        return LOAD_CRASH, index, f"protocol violation while loading: {frame}"
-    if frame is None:
-        return LOAD_CRASH, index, "worker exited while loading the program"
-    if frame.get("k") == "load":
-        kind = LOAD_TIMEOUT if frame.get("s") == "timeout" else LOAD_ERROR
-        return kind, index, str(frame.get("e"))[:500]
-    if frame.get("k") != "ready":
-        return LOAD_CRASH, index, "protocol violation while loading"
-    return None
 
 
 def _take_returned(received: list, program: Program, index: int, stop: int, results: list) -> tuple[int, bool]:
@@ -306,12 +269,16 @@ def _next_call(program: Program, index: int, results: list) -> int:
     return _skip_to(program, index, program.next_call(index, results[index]), results)
 
 
+_SKIPPED = CallResult(SKIPPED, error="not run: an earlier input failed")
+"""The result of every call a ``next_call`` jumps over: one object, never changed (``judged`` is set only on results
+that ``next_call`` is given), as a fail-fast list skips hundreds of calls at a time."""
+
+
 def _skip_to(program: Program, index: int, wanted: int, results: list) -> int:
     """The call after ``index`` that ``next_call`` asked for (``wanted``, kept within the program's calls),
     the calls jumped over marked SKIPPED."""
     following = max(index + 1, min(wanted, program.n_calls))
-    for skipped in range(index + 1, following):
-        results[skipped] = CallResult(SKIPPED, error="not run: an earlier input failed")
+    results[index + 1:following] = [_SKIPPED] * (following - index - 1)
     return following
 
 

@@ -55,11 +55,12 @@ class Program:
     Either ``calls`` (argument tuples for ``entry_point``) or ``script`` (test code run once after the program, e.g.
     HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when given, sees each result and names
     the next call to run (to stop early on a failure, as evalplus does); calls it jumps over are SKIPPED and a fresh
-    worker resumes after the jump. ``digest_time_limits``: per call, how long after the worker says it is hashing a
-    return value too large to send (its "digesting" frame) the result may still come; None gives every call the
-    engine's ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected values that were sent
-    whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer needs no more, so a
-    forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the reference took on these
+    worker resumes after the jump (a jump to ``fresh_process_at`` from the list before it: the worker itself, where
+    its child ends that list within ``phases.CHILD_LIST_DRAIN_S``). ``digest_time_limits``: per call, how long after
+    the worker says it is hashing a return value too large to send (its "digesting" frame) the result may still come;
+    None gives every call the engine's ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected
+    values that were sent whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer
+    needs no more, so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the reference took on these
     calls, where known; an executor starts the longest programs first, so that a slow one does not run last and
     alone while the other workers idle. ``digest_strings_over``: a returned str longer than this comes back as a
     digest (equal exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``:

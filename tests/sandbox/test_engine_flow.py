@@ -185,17 +185,36 @@ def test_a_crash_before_fresh_process_at_is_that_calls_and_the_later_calls_still
     assert [c.value for c in result.calls] == [40, None, 60, 70, 80]
 
 
+LOOPS_ON_0_AND_2 = "def f(x):\n    while x in (0, 2):\n        pass\n    return x\n"
+JUMP_TO_THE_PLUS_LIST_AFTER_CALL_0 = {"fresh_process_at": 2, "next_call": lambda index, call: 2 if index == 0 else index + 1}
+SLOW_ON_1 = ("import os, time\nseen = []\ndef f(x):\n    seen.append(x)\n    if x == 1:\n        time.sleep(0.5)\n"
+             "    return [len(seen), os.getpid(), sorted(os.listdir('.'))]\n")
+
+
 def test_a_worker_that_starts_at_fresh_process_at_needs_no_fork():
-    """After a jump to the plus inputs (a base failure in fail-fast), the new worker runs them itself."""
-    program = Program(COUNTS_ITS_CALLS, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
-                      fresh_process_at=2, next_call=lambda index, call: 2 if index == 0 else index + 1)
+    """After a jump to the plus inputs (a base failure in fail-fast) while the base list's child is still busy (call 1
+    takes 0.5 s, past ``CHILD_LIST_DRAIN_S``), a new worker runs them itself."""
+    program = Program(SLOW_ON_1, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
+                      **JUMP_TO_THE_PLUS_LIST_AFTER_CALL_0)
     result = run_program(program)
     assert [c.status for c in result.calls] == ["returned", "skipped", "returned", "returned", "returned"]
     assert [c.value[0] for c in result.calls if c.value] == [1, 1, 2, 3]
     assert result.workers == 2
 
 
-LOOPS_ON_0_AND_2 = "def f(x):\n    while x in (0, 2):\n        pass\n    return x\n"
+def test_after_a_jump_to_fresh_process_at_the_worker_runs_that_list_once_its_child_is_done():
+    """A base failure in fail-fast, the base list's child done within ``CHILD_LIST_DRAIN_S``: the worker goes on to the
+    plus inputs as after a base list without failure (one worker), in a process and folder of their own; what the
+    child returned after the jump is not kept."""
+    program = Program(SLOW_ON_1.replace("0.5", "0"), "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
+                      **JUMP_TO_THE_PLUS_LIST_AFTER_CALL_0)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["returned", "skipped", "returned", "returned", "returned"]
+    assert result.calls[1].value is None
+    counts, pids, folders = zip(*(c.value for c in result.calls if c.value))
+    assert counts == (1, 1, 2, 3) and folders == ([], [], [], [])
+    assert pids[0] != pids[1] == pids[2] == pids[3]
+    assert result.workers == 1
 
 
 def test_an_input_list_that_runs_out_of_its_time_fails_and_the_next_list_still_runs():
