@@ -154,7 +154,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
                 return loaded
         end = reload_at if reload_at is not None and index < reload_at else stop  # the calls of this process
         index, jumped = _take_returned(reader.batch, program, index, end, results)
-        if jumped and not (index == reload_at and child_list_drained(reader, reload_at, deadlines.at(index))):
+        if jumped and not child_list_drained(reader, index, reload_at, deadlines):
             return JUMP, index, None
         if index >= end:
             continue
@@ -166,8 +166,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
         following = _next_call(program, index, results)
         if outcome != OK:
             return outcome, following, None
-        if following != index + 1 and not (following == reload_at
-                                            and child_list_drained(reader, reload_at, deadlines.at(following))):
+        if following != index + 1 and not child_list_drained(reader, following, reload_at, deadlines):
             return JUMP, following, None
         index = following
     return OK, index, None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from codea1_eval.sandbox.deadlines import Deadlines
 from codea1_eval.sandbox.records import (LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, SANDBOX_ERROR, TOTAL_TIMEOUT,
                                          SandboxLimits)
 from codea1_eval.sandbox.values import ProtocolViolation
@@ -30,15 +31,20 @@ def phase_frame(reader: "FrameReader", deadline: float, part_deadline: float):
         return exc
 
 
-def child_list_drained(reader: "FrameReader", split: int, part_deadline: float) -> bool:
-    """After a fail-fast jump to ``split`` from the input list before it, which the worker's child runs: whether that
-    child finished the list on its own within ``CHILD_LIST_DRAIN_S`` (its further frames, about calls before
-    ``split``, discarded), so that the worker goes on to run the list from ``split`` itself, as after a list with no
-    failure: the worker's load frame then comes next, and is put back for ``load_phase``. Else (the child still
-    running, gone, or sending anything else) False, and a fresh worker resumes at ``split``, as after any jump. The
-    child ran the rest of its list, which evalplus' fast check would not have run; nothing of it is kept, and the
-    list from ``split`` runs in a process and folder of its own either way."""
-    deadline = min(time.monotonic() + CHILD_LIST_DRAIN_S, part_deadline)
+def child_list_drained(reader: "FrameReader", jump_to: int, split: int | None, deadlines: Deadlines) -> bool:
+    """Whether a jump to call ``jump_to`` leaves the worker running: a fail-fast jump to ``split`` from the input list
+    before it, which the worker's child runs, where that child finishes its list on its own within
+    ``CHILD_LIST_DRAIN_S`` (its further frames, about calls before ``split``, discarded; the base list's own time
+    limit still counts). The worker then goes on to the list from ``split`` itself, as after a list without a
+    failure, and its load frame, which comes next, is put back for ``load_phase``. Else (the child still running or
+    gone, any other frame) False, and a fresh worker resumes at ``jump_to``, as after any jump.
+    The child may have run more of its list than evalplus' fast check runs: no result of those calls is kept, but
+    what they leave outside their own folder (files in /tmp, processes) the later list can see, as it sees what the
+    whole list leaves where no call fails (evalplus' two processes share /tmp too). Only the recorded status of
+    the later list of a program that already failed can differ: never whether it passes."""
+    if split is None or jump_to != split:
+        return False
+    deadline = min(time.monotonic() + CHILD_LIST_DRAIN_S, deadlines.at(split - 1))
     while True:
         try:
             frame = reader.next_frame(deadline)
@@ -55,7 +61,7 @@ def child_list_drained(reader: "FrameReader", split: int, part_deadline: float) 
 
 
 def load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, index: int,
-                trusted: bool) -> tuple[str, int, str | None] | None:
+               trusted: bool) -> tuple[str, int, str | None] | None:
     """Wait for a process of the worker to load the program, its calls due from ``index``: None once it is ready,
     else the outcome. ``trusted``: no candidate code has run in the worker yet, so a load frame that says the sandbox
     failed (no fork) before the worker's ``loading`` frame is the sandbox's failure, retried; any later one, or one
@@ -80,5 +86,3 @@ def load_phase(reader: "FrameReader", limits: SandboxLimits, deadline: float, in
     if frame.get("k") != "ready":
         return LOAD_CRASH, index, "protocol violation while loading"
     return None
-
-

@@ -60,9 +60,9 @@ class Program:
     the worker says it is hashing a return value too large to send (its "digesting" frame) the result may still come;
     None gives every call the engine's ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected
     values that were sent whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer
-    needs no more, so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the reference took on these
-    calls, where known; an executor starts the longest programs first, so that a slow one does not run last and
-    alone while the other workers idle. ``digest_strings_over``: a returned str longer than this comes back as a
+    needs no more, so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the
+    reference took on these calls, where known; an executor starts the longest programs first, so that a slow one
+    does not run last and alone while the other workers idle. ``digest_strings_over``: a returned str longer than this comes back as a
     digest (equal exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``:
     the calls from this index on start in a process that has not run the calls before it (evalplus runs a task's base
     and plus inputs in two processes, each loading the program afresh): a worker that runs calls on both sides forks

@@ -7,7 +7,7 @@ import pytest
 
 from codea1_eval.benchmarks.base import load_benchmark
 from codea1_eval.judging import candidate_program, compute_ground_truth, judge
-from codea1_eval.sandbox import Executor, Program, SandboxLimits, run_program
+from codea1_eval.sandbox import CallResult, Executor, Program, SandboxLimits, phases, run_program
 from codea1_eval.sandbox.cgroup import _writable_root
 
 from .box import FORGED_FORK_FAILURE_AT_IMPORT
@@ -186,9 +186,11 @@ def test_a_crash_before_fresh_process_at_is_that_calls_and_the_later_calls_still
 
 
 LOOPS_ON_0_AND_2 = "def f(x):\n    while x in (0, 2):\n        pass\n    return x\n"
-JUMP_TO_THE_PLUS_LIST_AFTER_CALL_0 = {"fresh_process_at": 2, "next_call": lambda index, call: 2 if index == 0 else index + 1}
+JUMP_TO_THE_PLUS_LIST_AFTER_CALL_0 = {"fresh_process_at": 2,
+                                      "next_call": lambda index, call: 2 if index == 0 else index + 1}
 SLOW_ON_1 = ("import os, time\nseen = []\ndef f(x):\n    seen.append(x)\n    if x == 1:\n        time.sleep(0.5)\n"
              "    return [len(seen), os.getpid(), sorted(os.listdir('.'))]\n")
+RAISES_ON_0 = SLOW_ON_1.replace("if x == 1:\n        time.sleep(0.5)", "if x == 0:\n        raise ValueError(x)")
 
 
 def test_a_worker_that_starts_at_fresh_process_at_needs_no_fork():
@@ -202,18 +204,24 @@ def test_a_worker_that_starts_at_fresh_process_at_needs_no_fork():
     assert result.workers == 2
 
 
-def test_after_a_jump_to_fresh_process_at_the_worker_runs_that_list_once_its_child_is_done():
-    """A base failure in fail-fast, the base list's child done within ``CHILD_LIST_DRAIN_S``: the worker goes on to the
-    plus inputs as after a base list without failure (one worker), in a process and folder of their own; what the
-    child returned after the jump is not kept."""
-    program = Program(SLOW_ON_1.replace("0.5", "0"), "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
+@pytest.mark.parametrize("code, first_status", [
+    pytest.param(SLOW_ON_1.replace("0.5", "0"), "returned", id="a-wrong-value"),  # the batched results' path
+    pytest.param(RAISES_ON_0, "error", id="an-error"),  # the path that waits on the call
+])
+def test_after_a_jump_to_fresh_process_at_the_worker_runs_that_list_once_its_child_is_done(code, first_status,
+                                                                                           monkeypatch):
+    """A base failure in fail-fast, the base list's child done within ``CHILD_LIST_DRAIN_S`` (1 s here: on a busy
+    machine the default may pass first): the worker goes on to the plus inputs as after a base list without failure
+    (one worker), in a process and folder of their own; what the child returned after the jump is not kept."""
+    monkeypatch.setattr(phases, "CHILD_LIST_DRAIN_S", 1.0)
+    program = Program(code, "f", calls=[(i,) for i in range(5)], time_limits=[1.0] * 5,
                       **JUMP_TO_THE_PLUS_LIST_AFTER_CALL_0)
     result = run_program(program)
-    assert [c.status for c in result.calls] == ["returned", "skipped", "returned", "returned", "returned"]
-    assert result.calls[1].value is None
+    assert [c.status for c in result.calls] == [first_status, "skipped", "returned", "returned", "returned"]
+    assert result.calls[1] == CallResult("skipped", error="not run: an earlier input failed")
     counts, pids, folders = zip(*(c.value for c in result.calls if c.value))
-    assert counts == (1, 1, 2, 3) and folders == ([], [], [], [])
-    assert pids[0] != pids[1] == pids[2] == pids[3]
+    assert counts[-3:] == (1, 2, 3) and folders[-3:] == ([], [], [])
+    assert pids[-3] == pids[-2] == pids[-1] and (first_status == "error" or pids[0] != pids[1])
     assert result.workers == 1
 
 
