@@ -62,8 +62,8 @@ class Program:
     values that were sent whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer
     needs no more, so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the
     reference took on these calls, where known; an executor starts the longest programs first, so that a slow one
-    does not run last and alone while the other workers idle. ``digest_strings_over``: a returned str longer than this comes back as a
-    digest (equal exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``:
+    does not run last and alone while the other workers idle. ``digest_strings_over``: a returned str longer than
+    this comes back as a digest (equal exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``:
     the calls from this index on start in a process that has not run the calls before it (evalplus runs a task's base
     and plus inputs in two processes, each loading the program afresh): a worker that runs calls on both sides forks
     before loading the program, its child runs the calls before the index and exits, then it loads and runs the rest.
