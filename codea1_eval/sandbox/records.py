@@ -53,35 +53,32 @@ class Program:
     """A candidate program plus the calls to evaluate on it.
 
     Either ``calls`` (argument tuples for ``entry_point``) or ``script`` (test code run once after the program, e.g.
-    HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when given, sees each result and names
-    the next call to run (to stop early on a failure, as evalplus does); calls it jumps over are SKIPPED and a fresh
-    worker resumes after the jump (a jump to ``fresh_process_at`` from the list before it: the worker itself, where
-    its child ends that list within ``phases.CHILD_LIST_DRAIN_S``). ``digest_time_limits``: per call, how long after
-    the worker says it is hashing a return value too large to send (its "digesting" frame) the result may still come;
-    None gives every call the engine's ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected
-    values that were sent whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer
-    needs no more, so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the
-    reference took on these calls, where known; an executor starts the longest programs first, so that a slow one
-    does not run last and alone while the other workers idle. ``digest_strings_over``: a returned str longer than
-    this comes back as a digest (equal exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``:
-    the calls from this index on start in a process that has not run the calls before it (evalplus runs a task's base
-    and plus inputs in two processes, each loading the program afresh): a worker that runs calls on both sides forks
-    before loading the program, its child runs the calls before the index and exits, then it loads and runs the rest.
-    ``part_time_limits``: the wall-clock seconds each part (before ``fresh_process_at``, from it) may take, counted
-    from when the harness first waits on a call of the part; calls left when one runs out are TIMEOUT, and the next
-    part still runs (evalplus kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s without
-    its fast check).
+    HumanEval's ``check(candidate)``; it counts as one call). ``next_call``, when given, sees each result and names the
+    next call to run (to stop early on a failure, as evalplus does); calls it jumps over are SKIPPED and a fresh worker
+    resumes after the jump (a jump to ``fresh_process_at`` from the list before it: the worker itself, where its child
+    ends that list within ``phases.CHILD_LIST_DRAIN_S``). ``digest_time_limits``: per call, how long after the worker
+    says it is hashing a return value too large to send (its "digesting" frame) the result may still come; None gives
+    every call the engine's ``DIGEST_TIME_S`` (a reference's own runs). A candidate judged against expected values that
+    were sent whole gets 0 for those calls, and a str digest 1 s (``digest_allowances``): a right answer needs no more,
+    so a forged "digesting" frame buys nothing it would not. ``expected_seconds``: how long the reference took on these
+    calls, where known; an executor starts the longest programs first, so that a slow one does not run last and alone
+    while the other workers idle. ``digest_strings_over``: a returned str longer than this comes back as a digest (equal
+    exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``: the calls from
+    this index on start in a process that has not run the calls before it (evalplus runs a task's base and plus inputs
+    in two processes, each loading the program afresh): a worker that runs calls on both sides forks before loading the
+    program, its child runs the calls before the index and exits, then it loads and runs the rest. ``part_time_limits``:
+    the wall-clock seconds each part (before ``fresh_process_at``, from it) may take, counted from when the harness
+    first waits on a call of the part; calls left when one runs out are TIMEOUT, and the next part still runs (evalplus
+    kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s without its fast check).
     ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
     ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``),
     and gives the program the recursion depth and the int-to-str digit limit (Python's 4300) of evalplus' process
-    (``worker.EVALPLUS_FRAMES_LEFT``; the worker raises both otherwise).
-    ``evalplus_alarm``: each call's alarm is evalplus' (``time_limit`` in its ``unsafe_execute``): it raises an
-    ``Exception`` (as its ``TimeoutException`` is one), which the candidate's own ``except Exception`` may catch and go
-    on from; the call is then judged on what it returns, and only its part's deadline (``part_time_limits``) bounds
-    it, as evalplus bounds such a call only by its input list's process cap.
-    Otherwise the alarm is a ``BaseException`` that only a bare ``except`` catches, and a call that has not ended by
-    its time limit and the grace after it is a TIMEOUT, its worker killed (``alarm.py``).
-    """
+    (``worker.EVALPLUS_FRAMES_LEFT``; the worker raises both otherwise). ``evalplus_alarm``: each call's alarm is
+    evalplus' (``time_limit`` in its ``unsafe_execute``): it raises an ``Exception`` (as its ``TimeoutException`` is
+    one), which the candidate's own ``except Exception`` may catch and go on from; the call is then judged on what it
+    returns, and only its part's deadline (``part_time_limits``) bounds it, as evalplus bounds such a call only by its
+    input list's process cap. Otherwise the alarm is a ``BaseException`` that only a bare ``except`` catches, and a call
+    that has not ended by its time limit and the grace after it is a TIMEOUT, its worker killed (``alarm.py``)."""
 
     code: str
     entry_point: str | None
