@@ -151,9 +151,11 @@ class _StepInputs:
 
 def _kept_rows(unfinished: Any, batch: int, verdicts: dict[tuple, bool]) -> Any:
     """Positions in the model's batch to keep for the next step, or None to keep them all: every unfinished
-    row, then finished ones up to a multiple of ``ROWS_STEP`` above every size found to change logits
-    (fewer sizes to verify; matrix kernels switch at such multiples), once ``ROWS_STEP`` rows and an eighth
-    of the batch can go (so that the cache is not copied for a row or two)."""
+    row, then finished ones up to a multiple of ``ROWS_STEP`` above every size found to change logits for
+    ``batch`` rows (fewer sizes to verify; matrix kernels switch at such multiples), once ``ROWS_STEP`` rows
+    and an eighth of the batch can go (so that the cache is not copied for a row or two). A size that failed
+    under any key (padding, threads, dtype) is not tried again: that can only forgo speed, as a size is used
+    only under its own verified key."""
     import torch
 
     size, alive = len(unfinished), int(unfinished.sum())
