@@ -3,14 +3,16 @@ its own, as evalplus runs it, and nothing else (or, "bare-candidates", each cand
 engine that keeps evalplus' per-list processes with no sandbox at all, to set beside ours (which keeps them too):
 what those processes cost by themselves.
 
-``--parallel`` servers (``python -I -S bare_lists.py``, started before the timing, as ours' template is) each take
-one candidate at a time from the benchmark over a pipe: for each list (base inputs, then plus inputs) the server
-forks a child that loads the candidate into fresh globals (under the load time limit), calls it on the list's inputs
-with a ``setitimer`` limit per call and the floor's memory limit, as the floor does, pickles the values back through
-a pipe and exits; the benchmark judges them with ``judge_outputs``, as the floor's. There is no sandbox: no folders,
-no Landlock, no seccomp, no cgroup, stdio to /dev/null, no protocol to validate, the values trusted as they come. A
-list whose process dies before it sends (``os._exit``, a crash) or outlives its cap (the program's
-``part_time_limits``, as ours and the floor) fails whole; a value that cannot be pickled fails its call.
+``--parallel`` servers (``python -I -S bare_lists.py``, started before the timing, as ours' template is, and given
+every task's inputs then, so that the timing holds no input's transfer) each take one candidate at a time from the
+benchmark over a pipe. The server compiles it once (a syntax error fails both lists); for each list (base inputs,
+then plus inputs) it forks a child that runs that code in fresh globals (under the load time limit), calls it on
+the list's inputs with a ``setitimer`` limit per call and the floor's memory limit, as the floor does, pickles the
+values back through a pipe and exits; the benchmark judges them with ``judge_outputs``, as the floor's. So the way
+is a lower bound for an engine with evalplus' per-list processes: what they cost, and nothing else. There is no
+sandbox: no folders, no Landlock, no seccomp, no cgroup, stdio to /dev/null, no protocol to validate, the values
+trusted as they come. A list whose process dies before it sends (``os._exit``, a crash) or outlives its cap (the
+program's ``part_time_limits``, as ours and the floor) fails whole; a value that cannot be pickled fails its call.
 
 With ``per_list=False`` (the "bare-candidates" way) a candidate's two lists run one after the other in ONE such
 process, as evalplus-style does (and not evalplus itself: state a list leaves changes the other's verdicts), its cap
@@ -30,11 +32,14 @@ import time
 GRACE_S = 2.0
 """Past a list's cap, this long for its process to send what it has before it is killed."""
 FAILED = (False, None)
+WARM_UP = -1
+"""The task key of the warm-up job that each server runs before the timing."""
 
 
 def _serve() -> None:
-    """The server: read (code, entry_point, inputs, time_limits, fresh_at, part_limits, load_limit, memory_bytes,
-    per_list) jobs on stdin until EOF, answer each with the pickled list of (returned, value) per input on stdout."""
+    """The server: read messages on stdin until EOF. ``("inputs", task, inputs)`` keeps a task's inputs (no answer);
+    ``("job", code, entry_point, task, time_limits, fresh_at, part_limits, load_limit, memory_bytes, per_list)`` is
+    answered with the pickled list of (returned, value) per input on stdout."""
     import builtins
 
     class CallTimeout(BaseException):
@@ -50,7 +55,7 @@ def _serve() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     setitimer, timer = signal.setitimer, signal.ITIMER_REAL
 
-    def child(code, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write):
+    def child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write):
         os.setpgid(0, 0)  # its own group: what the candidate forks goes with it
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -60,7 +65,7 @@ def _serve() -> None:
         try:
             namespace = {"__name__": "__main__", "__builtins__": builtins}
             setitimer(timer, load_limit)
-            exec(compile(code, "<candidate>", "exec"), namespace)
+            exec(compiled, namespace)
             setitimer(timer, 0)
             function = namespace[entry_point]
             for index in range(start, stop):
@@ -82,13 +87,14 @@ def _serve() -> None:
             view = view[os.write(write, view):]
         os._exit(0)
 
-    def run_list(job, start, stop, cap):
-        code, entry_point, inputs, time_limits, _, _, load_limit, memory_bytes, _ = job
+    def run_list(job, compiled, start, stop, cap):
+        _, entry_point, task, time_limits, _, _, load_limit, memory_bytes, _ = job
+        inputs = task_inputs[task]
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read)
-            child(code, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write)
+            child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write)
         os.close(write)
         deadline = time.monotonic() + cap + GRACE_S
         chunks, ended = [], False
@@ -108,19 +114,30 @@ def _serve() -> None:
         except Exception:  # less than it sent: it died while writing
             return [FAILED] * (stop - start)
 
+    task_inputs = {}
     while True:
         try:
-            job = pickle.load(jobs)
+            kind, *message = pickle.load(jobs)
         except EOFError:
             return
-        count, fresh_at, part_limits, per_list = len(job[2]), job[4], job[5], job[8]
+        if kind == "inputs":
+            task, inputs = message
+            task_inputs[task] = inputs
+            continue
+        job = message
+        count, fresh_at, part_limits, per_list = len(task_inputs[job[2]]), job[4], job[5], job[8]
         split = fresh_at if per_list and fresh_at is not None and 0 < fresh_at < count else count
         caps = part_limits or (sum(job[3][:split]), sum(job[3][split:]))
         if not per_list:
             caps = (sum(caps), 0.0)
-        outcomes = run_list(job, 0, split, caps[0])
-        if split < count:
-            outcomes += run_list(job, split, count, caps[1])
+        try:
+            compiled = compile(job[0], "<candidate>", "exec")
+        except BaseException:  # as each list's load would fail
+            outcomes = [FAILED] * count
+        else:
+            outcomes = run_list(job, compiled, 0, split, caps[0])
+            if split < count:
+                outcomes += run_list(job, compiled, split, count, caps[1])
         pickle.dump(outcomes, answers, pickle.HIGHEST_PROTOCOL)
         answers.flush()
 
@@ -150,7 +167,7 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
     pending = iter(range(len(workload.candidates)))
 
     def ask(server, job):
-        pickle.dump(job, server.stdin, pickle.HIGHEST_PROTOCOL)
+        pickle.dump(("job", *job), server.stdin, pickle.HIGHEST_PROTOCOL)
         server.stdin.flush()
         return pickle.load(server.stdout)
 
@@ -163,7 +180,7 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                     return
                 candidate = workload.candidates[index]
                 problem, program = workload.problems[candidate.task], candidate.program
-                outcomes = ask(server, (candidate.code, problem.entry_point, problem.inputs, list(program.time_limits),
+                outcomes = ask(server, (candidate.code, problem.entry_point, candidate.task, list(program.time_limits),
                                         program.fresh_process_at, program.part_time_limits, load_limit, memory_bytes,
                                         per_list))
                 try:
@@ -177,8 +194,12 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
             failures.append(exc)
 
     try:
-        for server in servers:  # started, its imports done, before the timing (as ours' template)
-            ask(server, ("def f():\n    return 1\n", "f", [()], [1.0], None, None, load_limit, memory_bytes, per_list))
+        for server in servers:  # started, its imports done and every task's inputs held, before the timing
+            for task, problem in enumerate(workload.problems):
+                pickle.dump(("inputs", task, problem.inputs), server.stdin, pickle.HIGHEST_PROTOCOL)
+            pickle.dump(("inputs", WARM_UP, [()]), server.stdin, pickle.HIGHEST_PROTOCOL)
+            ask(server, ("def f():\n    return 1\n", "f", WARM_UP, [1.0], None, None, load_limit, memory_bytes,
+                         per_list))
         began = time.perf_counter()
         threads = [threading.Thread(target=slot, args=(server,)) for server in servers]
         for thread in threads:

@@ -32,8 +32,9 @@ Ways (DESIGN.md section 2, "Baselines for perf/"):
             subset of ``--cure-sample`` pairs (seed 0) and EXTRAPOLATED (calls/s = pairs / seconds).
   bare-lists  (not in the default ``--ways``; not with ``--fail-fast``) a simple engine that keeps evalplus' per-list
             processes and nothing else: each input list of a candidate in a bare forked process of its own, from
-            ``--parallel`` warm servers (no sandbox, values trusted; ``bare_lists.py``). With the floor, the script
-            prints it beside the 0.5 x floor target.
+            ``--parallel`` warm servers that hold every task's inputs and compile each candidate once (no sandbox,
+            values trusted; ``bare_lists.py``): a lower bound for such an engine. With the floor, the script prints it
+            beside the 0.5 x floor target.
   bare-candidates  (likewise) the same with one bare process a candidate, its two lists one after the other (as
             evalplus-style, not evalplus): what is left once there is no per-list process either.
   ours      ``make_executor("local", SandboxLimits(), parallel)`` (as the commands make it: its canary program,

@@ -80,3 +80,9 @@ def test_one_process_a_candidate_is_killed_at_the_sum_of_its_lists_caps():
     seen, _ = run([(SWALLOWS, [(0,), (0,)], 1, (0.5, 0.5))], per_list=False)
     assert seen[0] == [(False, None), (False, None)]
     assert time.monotonic() - began >= 1.0 + GRACE_S  # both lists' caps, then the grace
+
+
+def test_a_candidate_that_does_not_compile_fails_both_lists_and_the_server_goes_on():
+    seen, _ = run([("def f(:\n", [(0,), (0,)], 1, None), (COUNTER, [(0,)], None, None)])
+    assert seen[0] == [(False, None), (False, None)]
+    assert seen[1] == [(True, 1)]
