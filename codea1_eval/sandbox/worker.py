@@ -137,7 +137,7 @@ def digest(value):
     exact = type(value) is list and set(map(type, value)) <= {int, float, bool}
     try:  # float64s where they hold the list exactly: no int a float rounds or cannot hold, no NaN (never ==)
         numbers = array("d", value) if exact else None
-        if exact and (_numpy_exact(numbers) or numbers.tolist() == value):  # hashed in place: no 8 MB copies
+        if exact and (_below_2_49(numbers) or numbers.tolist() == value):  # hashed in place: no 8 MB copies
             hashed = hashlib.sha256(b"\0float64\0")
             hashed.update(numbers)
             return {"$": "digest", "type": _type_name(type(value)), "v": hashed.hexdigest()}
@@ -149,14 +149,19 @@ def digest(value):
     return {"$": "digest", "type": _type_name(type(value)), "v": hashlib.sha256(data).hexdigest()}
 
 
-def _numpy_exact(numbers):
-    """No NaN and all below 2**53 in magnitude (each int then became exactly its float), by numpy, imported for it:
-    ~40 ms once, where the element-wise == takes ~40 ms per 10**6 items (a digested list has 200,000 at least)."""
-    try:
-        import numpy
-        return bool(numpy.abs(numpy.frombuffer(numbers)).max() < JSON_INT_BOUND)
-    except Exception:
-        return False
+_FLOAT64_HIGH_BYTE = 7 if sys.byteorder == "little" else 0
+_BELOW_2_49_HIGH_BYTES = bytes(byte for byte in range(256) if byte & 0x7F < 0x43)
+"""The high bytes (the sign and the exponent's top seven bits) of every float64 below 2**49 in magnitude, and of no
+other: an exponent field under 0x430."""
+
+
+def _below_2_49(numbers):
+    """Whether every float64 of the ``array("d")`` ``numbers`` is below 2**49 in magnitude: then none is NaN, and each
+    int it came from became exactly its float. Read from each number's high byte in one C pass (about 4 ms per 10**6
+    items, where numpy's import took 0.1 s of a worker's wall time and its element-wise == about 50 ms); a list
+    with larger numbers is left to ==, which decides the same."""
+    high_bytes = memoryview(numbers).cast("B")[_FLOAT64_HIGH_BYTE::8].tobytes()
+    return not high_bytes.translate(None, _BELOW_2_49_HIGH_BYTES)
 
 
 def _type_name(kind):

@@ -16,6 +16,8 @@ import marshal
 import math
 import os
 import struct
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -297,6 +299,23 @@ def test_a_flat_list_of_numbers_is_digested_as_float64s():
     value = [1, 3, True] + [i / 2 for i in range(300_000)]
     expected = hashlib.sha256(b"\0float64\0" + struct.pack(f"={len(value)}d", *value)).hexdigest()
     assert worker.digest(value) == {"$": "digest", "type": "builtins.list", "v": expected}
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param([2**49] * 150_000 + [-(2**53)] * 150_000, id="ints-from-2**49-to-2**53"),  # exact, shown by ==
+    pytest.param([0.5] * 300_000 + [math.inf, -math.inf], id="infinities"),  # inf == inf
+    pytest.param([2.0**49 - 1, -0.0, 5e-324] * 100_000, id="below-2**49-signed-zero-subnormal"),
+])
+def test_numbers_a_float64_holds_exactly_are_digested_as_float64s_at_any_magnitude(value):
+    expected = hashlib.sha256(b"\0float64\0" + struct.pack(f"={len(value)}d", *value)).hexdigest()
+    assert worker.digest(value)["v"] == expected
+
+
+def test_digesting_a_flat_list_of_numbers_does_not_import_numpy():
+    script = (f"import sys; sys.path.insert(0, {str(session.WORKER_SCRIPT.parent)!r}); import worker; "
+              "worker.digest([1, 3] + [i / 2 for i in range(300_000)]); print('numpy' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+    assert (ran.returncode, ran.stdout.strip()) == (0, "False"), ran.stderr
 
 
 @pytest.mark.parametrize("left, right", [
