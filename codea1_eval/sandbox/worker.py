@@ -306,15 +306,16 @@ def main(result_fd, stream, progress_fd=None):
     alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
+    if job["guard"]:  # as in evalplus' process: its recursion depth, Python's int-to-str limit and its guard, set once
+        # here: a list's child (``fresh_process_at``) inherits them and does not copy the pages the guard edits
+        sys.setrecursionlimit(EVALPLUS_FRAMES_LEFT + _depth_here() + 1)  # the call is made from here
+        sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
+        lists.reliability_guard()
     try:
         first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
         channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
         return
-    if job["guard"]:  # as in evalplus' process: its recursion depth and Python's int-to-str limit, its guard
-        sys.setrecursionlimit(EVALPLUS_FRAMES_LEFT + _depth_here() + 1)  # the call is made from here
-        sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
-        lists.reliability_guard()
     # The candidate runs as module __main__, in sys.modules: pickling its functions works, as in a script (BigCodeBench)
     candidate = type(sys)("__main__")
     candidate.__builtins__ = __builtins__

@@ -177,6 +177,22 @@ def test_the_calls_from_fresh_process_at_start_in_an_empty_folder():
     assert [call.value for call in run_program(program).calls] == [[], ["m0"], [], ["m2"]]
 
 
+GUARD_IN_EACH_LIST = ("import os, sys\nseen = []\ndef f(x):\n    seen.append(x)\n    os.mkdir(f'm{x}')\n"
+                      "    return [len(seen), os.getpid(), sorted(os.listdir('.')), os.fork is None, os.chdir is None,\n"
+                      "            open is None, sys.getrecursionlimit() < 2000]\n")
+
+
+def test_both_input_lists_of_a_guarded_program_hold_evalplus_guard_in_processes_and_folders_of_their_own():
+    """The worker applies the guard once, before it forks the base list's child: both processes hold it (``os.fork``
+    and ``os.chdir`` disabled, evalplus' recursion limit), and still each list has its own state and empty folder."""
+    program = Program(GUARD_IN_EACH_LIST, "f", calls=[(i,) for i in range(4)], time_limits=[1.0] * 4,
+                      fresh_process_at=2, reliability_guard=True)
+    values = [call.value for call in run_program(program).calls]
+    assert [value[:1] + value[2:] for value in values] == [[1, ["m0"]] + [True] * 4, [2, ["m0", "m1"]] + [True] * 4,
+                                                           [1, ["m2"]] + [True] * 4, [2, ["m2", "m3"]] + [True] * 4]
+    assert values[0][1] == values[1][1] != values[2][1] == values[3][1]
+
+
 def test_a_crash_before_fresh_process_at_is_that_calls_and_the_later_calls_still_run():
     program = Program(CRASHES_AT_5, "f", calls=[(i,) for i in range(4, 9)], time_limits=[1.0] * 5,
                       fresh_process_at=3)
