@@ -8,6 +8,7 @@ own (``worker.confinement``), and a fork-server template loads it once for all i
 import os
 import resource
 import struct
+import sys
 
 LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
 """Landlock rights that apply to a file (execute, write, read, truncate, device ioctl); the rest are a folder's."""
@@ -20,29 +21,53 @@ _LIBC_FUNCTIONS = {}
 _LIBC_TYPES = []
 
 
-def libc_function(name):
+def libc_function(name, holds_gil=False):
     """The C library's function ``name`` through ``_ctypes`` (``ctypes`` itself costs ~5 ms to import), keeping
-    ``errno`` for ``get_errno``; set up once per name (a template does it before forking)."""
-    if name not in _LIBC_FUNCTIONS:
+    ``errno`` for ``get_errno``, the GIL released during the call unless ``holds_gil``; set up once per name (a
+    template does it before forking)."""
+    if (name, holds_gil) not in _LIBC_FUNCTIONS:
         if not _LIBC_TYPES:
             import _ctypes
 
             class Function(_ctypes.CFuncPtr):
                 _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
 
+            class FunctionHoldingTheGil(_ctypes.CFuncPtr):
+                _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO | _ctypes.FUNCFLAG_PYTHONAPI
+
             class Libc:
                 _handle = _ctypes.dlopen(None, 0)
 
-            _LIBC_TYPES.extend([Function, Libc, _ctypes.get_errno])
-        function_type, libc, _ = _LIBC_TYPES
-        _LIBC_FUNCTIONS[name] = function_type((name, libc))
-    return _LIBC_FUNCTIONS[name]
+            _LIBC_TYPES.extend([Function, Libc, _ctypes.get_errno, FunctionHoldingTheGil])
+        function_type, libc, _, holding_type = _LIBC_TYPES
+        _LIBC_FUNCTIONS[(name, holds_gil)] = (holding_type if holds_gil else function_type)((name, libc))
+    return _LIBC_FUNCTIONS[(name, holds_gil)]
 
 
 def libc_calls():
     """``syscall``, ``prctl`` and ``get_errno`` (``libc_function``)."""
     syscall, prctl = libc_function("syscall"), libc_function("prctl")
     return syscall, prctl, _LIBC_TYPES[2]
+
+
+_OS_FORK = os.fork  # bound at load, before evalplus' guard sets ``os.fork`` to None in a worker
+
+
+def fork_bare():
+    """``fork()`` for a template forking a worker, or a worker its input list's child, without ``os.fork``'s
+    Python-level work in the child: ``threading``'s after-fork hook alone (``subprocess``, which templates preload,
+    imports ``threading``) costs ~0.35 ms and ~140 copied pages a fork. That work resets what these processes do not
+    have: other threads (their locks, their states) and ``random``'s seed (neither loads ``random`` before its
+    candidate); their Python signal handlers (SIGCHLD, SIGALRM) do nothing a child could mind. Where another thread
+    runs, or ``random`` is loaded, it is ``os.fork``. Returns the child's pid, 0 in the child; OSError where none."""
+    threading = sys.modules.get("threading")
+    if "random" in sys.modules or threading is not None and threading.active_count() > 1:
+        return _OS_FORK()
+    pid = libc_function("fork", holds_gil=True)()
+    if pid < 0:
+        errno = last_errno()
+        raise OSError(errno, os.strerror(errno))
+    return pid
 
 
 def last_errno():

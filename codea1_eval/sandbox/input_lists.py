@@ -14,21 +14,22 @@ GUARDED_OS_FUNCTIONS = ("kill", "system", "putenv", "remove", "removedirs", "rmd
 GUARDED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 """The modules it makes unimportable (``sys.modules[name] = None``)."""
 DONE = b"done"
-_fork, _chdir = os.fork, os.chdir
-"""Bound before the guard, which sets both to None in ``os`` before ``fresh_process_at`` runs."""
+_chdir = os.chdir
+"""Bound before the guard, which sets ``os.chdir`` to None before ``fresh_process_at`` runs."""
 
 
-def fresh_process_at(split, first, stop):
+def fresh_process_at(split, first, stop, fork):
     """(first call, end, the descriptor to say "done" on or None) for this process: calls on both sides of ``split``
     fork a child for those before it, which writes ``DONE`` there once their results are sent; only then (else the
     worker ends too, and the harness sees the call it died in) the worker, its program not loaded yet, runs the rest
-    in a new empty folder. Called after ``reliability_guard`` where the job asks for it: the child inherits it. OSError
+    in a new empty folder. ``fork``: ``confine.fork_bare``. Called after ``reliability_guard`` where the job asks for
+    it: the child inherits it. OSError
     where there is no fork (the sandbox's failure: no candidate code ran yet), or no new folder once the child is done
     (taken for the candidate's: its child may have filled the disk)."""
     if split is None or not first < split < stop:
         return first, stop, None
     done_read, done_write = os.pipe()
-    child = _fork()
+    child = fork()
     if child == 0:
         os.close(done_read)
         return first, split, done_write

@@ -77,6 +77,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
         OWN_NAMESPACES = worker.loaded("namespaces")
         OWN_NAMESPACES.prepare(worker.loaded("confine"))
     able = not in_bwrap or OWN_NAMESPACES.supported()
+    fork_bare = worker.loaded("confine").fork_bare
     control = socket.socket(fileno=control_fd)
     own = os.pidfd_open(os.getpid())
     socket.send_fds(control, [b"H1" if able else b"H0"], [own])
@@ -99,7 +100,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
             continue
         signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)  # no reaping before the new worker is in FORKED
         try:
-            pid = os.fork()
+            pid = fork_bare()
         except OSError as exc:
             pid = -exc.errno
         if pid == 0:

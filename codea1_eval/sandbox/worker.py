@@ -312,7 +312,7 @@ def main(result_fd, stream, progress_fd=None):
         sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
         lists.reliability_guard()
     try:
-        first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"])
+        first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"], confining.fork_bare)
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
         channel.send({"k": "load", "s": "sandbox", "e": _describe(exc)})
         return

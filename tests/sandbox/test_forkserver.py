@@ -149,3 +149,47 @@ def _still_child_of(pid: int, parent: int) -> bool:
         return psutil.Process(pid).ppid() == parent
     except psutil.NoSuchProcess:
         return False
+
+
+BARE_FORKS = """
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import confine
+hooks_run = []
+os.register_at_fork(after_in_child=lambda: hooks_run.append("after_in_child"))
+
+def what_the_child_saw():
+    read, write = os.pipe()
+    pid = confine.fork_bare()
+    if pid == 0:
+        os.write(write, repr([hooks_run, threading.current_thread() is threading.main_thread()]).encode())
+        os._exit(0)
+    os.close(write)
+    seen = os.read(read, 200).decode()
+    os.waitpid(pid, 0)
+    return seen
+
+print(what_the_child_saw())
+waiting = threading.Event()
+thread = threading.Thread(target=waiting.wait)
+thread.start()
+print(what_the_child_saw())
+waiting.set()
+thread.join()
+import random
+print(what_the_child_saw())
+"""
+
+
+def test_fork_bare_skips_pythons_after_fork_work_only_where_nothing_needs_it():
+    """``confine.fork_bare`` (a template's and a worker's forks): in a process with one thread and no ``random``, the
+    child runs no at-fork hook (threading's costs ~0.35 ms a fork) and its threading state still holds; with another
+    thread alive, or ``random`` loaded (a seed to draw afresh), it is ``os.fork``, hooks and all."""
+    import subprocess
+    import sys
+
+    from codea1_eval.sandbox.worker import __file__ as worker_script
+
+    seen = subprocess.run([sys.executable, "-I", "-S", "-c", BARE_FORKS, os.path.dirname(worker_script)],
+                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    assert seen == ["[[], True]", "[['after_in_child'], True]", "[['after_in_child'], True]"]
