@@ -23,9 +23,8 @@ def fresh_process_at(split, first, stop, fork):
     fork a child for those before it, which writes ``DONE`` there once their results are sent; only then (else the
     worker ends too, and the harness sees the call it died in) the worker, its program not loaded yet, runs the rest
     in a new empty folder. ``fork``: ``confine.fork_bare``. Called after ``reliability_guard`` where the job asks for
-    it: the child inherits it. OSError
-    where there is no fork (the sandbox's failure: no candidate code ran yet), or no new folder once the child is done
-    (taken for the candidate's: its child may have filled the disk)."""
+    it, which the child inherits. OSError where there is no fork (the sandbox's failure: no candidate code ran yet),
+    or no new folder once the child is done (taken for the candidate's: its child may have filled the disk)."""
     if split is None or not first < split < stop:
         return first, stop, None
     done_read, done_write = os.pipe()

@@ -8,6 +8,8 @@ import errno
 import os
 import resource
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -17,7 +19,7 @@ import pytest
 from codea1_eval.sandbox.engine import OK, RETURNED, Program, SandboxLimits, run_program
 from codea1_eval.sandbox.landlock import protections
 from codea1_eval.sandbox.session import WorkerSession
-from codea1_eval.sandbox.forkserver import SWITCH, template_for, template_pids
+from codea1_eval.sandbox.forkserver import SWITCH, WORKER_SCRIPT, template_for, template_pids
 
 pytestmark = pytest.mark.skipif(template_for("process") is None, reason="no pidfds on this kernel")
 
@@ -185,11 +187,6 @@ def test_fork_bare_skips_pythons_after_fork_work_only_where_nothing_needs_it():
     """``confine.fork_bare`` (a template's and a worker's forks): in a process with one thread and no ``random``, the
     child runs no at-fork hook (threading's costs ~0.35 ms a fork) and its threading state still holds; with another
     thread alive, or ``random`` loaded (a seed to draw afresh), it is ``os.fork``, hooks and all."""
-    import subprocess
-    import sys
-
-    from codea1_eval.sandbox.worker import __file__ as worker_script
-
-    seen = subprocess.run([sys.executable, "-I", "-S", "-c", BARE_FORKS, os.path.dirname(worker_script)],
+    seen = subprocess.run([sys.executable, "-I", "-S", "-c", BARE_FORKS, str(WORKER_SCRIPT.parent)],
                           capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
     assert seen == ["[[], True]", "[['after_in_child'], True]", "[['after_in_child'], True]"]
