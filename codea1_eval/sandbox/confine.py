@@ -9,6 +9,7 @@ import os
 import resource
 import struct
 import sys
+from _thread import _count as _thread_count  # threads started, the main one aside
 
 LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
 """Landlock rights that apply to a file (execute, write, read, truncate, device ioctl); the rest are a folder's."""
@@ -23,8 +24,8 @@ _LIBC_TYPES = []
 
 def libc_function(name, holds_gil=False):
     """The C library's function ``name`` through ``_ctypes`` (``ctypes`` itself costs ~5 ms to import), keeping
-    ``errno`` for ``get_errno``, the GIL released during the call unless ``holds_gil``; set up once per name (a
-    template does it before forking)."""
+    ``errno`` for ``get_errno``, the GIL released during the call unless ``holds_gil``; set up once per name and
+    mode (a template does it before forking)."""
     if (name, holds_gil) not in _LIBC_FUNCTIONS:
         if not _LIBC_TYPES:
             import _ctypes
@@ -51,17 +52,23 @@ def libc_calls():
 
 
 _OS_FORK = os.fork  # bound at load, before evalplus' guard sets ``os.fork`` to None in a worker
+FORK_HOOK_MODULES = ("random", "logging", "concurrent.futures.thread", "asyncio")
+"""Standard-library modules (``threading`` aside) whose ``os.register_at_fork`` hooks a child needs: where one is
+loaded, ``fork_bare`` is ``os.fork``."""
 
 
 def fork_bare():
     """``fork()`` for a template forking a worker, or a worker its input list's child, without ``os.fork``'s
-    Python-level work in the child: ``threading``'s after-fork hook alone (``subprocess``, which templates preload,
-    imports ``threading``) costs ~0.35 ms and ~140 copied pages a fork. That work resets what these processes do not
-    have: other threads (their locks, their states) and ``random``'s seed (neither loads ``random`` before its
-    candidate); their Python signal handlers (SIGCHLD, SIGALRM) do nothing a child could mind. Where another thread
-    runs, or ``random`` is loaded, it is ``os.fork``. Returns the child's pid, 0 in the child; OSError where none."""
-    threading = sys.modules.get("threading")
-    if "random" in sys.modules or threading is not None and threading.active_count() > 1:
+    Python-level work in the child (``PyOS_AfterFork_Child``: the at-fork hooks, of which ``threading``'s, loaded
+    with the ``subprocess`` templates preload, alone costs ~0.35 ms and ~140 copied pages a fork). That work is for a
+    process these are not: one forking off its main thread, with other threads (their locks and states), in an
+    import, with a signal caught and its handler not run yet, or with hooks of other modules (``FORK_HOOK_MODULES``:
+    ``random``'s seed). A template forks between requests, having blocked SIGCHLD (``pthread_sigmask`` runs any
+    handler due first); a worker before its candidate loads, no timer armed. What else the child keeps: the parent's
+    native thread id in ``threading.main_thread().native_id``. Where another thread runs, one of those modules is
+    loaded, or the build has no GIL, it is ``os.fork``. Returns the child's pid, 0 in the child; OSError where none."""
+    if (_thread_count() or any(name in sys.modules for name in FORK_HOOK_MODULES)
+            or not getattr(sys, "_is_gil_enabled", lambda: True)()):
         return _OS_FORK()
     pid = libc_function("fork", holds_gil=True)()
     if pid < 0:

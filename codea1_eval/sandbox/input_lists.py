@@ -15,7 +15,7 @@ GUARDED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 """The modules it makes unimportable (``sys.modules[name] = None``)."""
 DONE = b"done"
 _chdir = os.chdir
-"""Bound before the guard, which sets ``os.chdir`` to None before ``fresh_process_at`` runs."""
+"""Bound before the guard, which (where the job asks for it) sets ``os.chdir`` to None before ``fresh_process_at``."""
 
 
 def fresh_process_at(split, first, stop, fork):

@@ -154,7 +154,7 @@ def _still_child_of(pid: int, parent: int) -> bool:
 
 
 BARE_FORKS = """
-import os, sys, threading
+import _thread, os, sys, threading
 sys.path.insert(0, sys.argv[1])
 import confine
 hooks_run = []
@@ -178,15 +178,37 @@ thread.start()
 print(what_the_child_saw())
 waiting.set()
 thread.join()
-import random
+held = _thread.allocate_lock()
+held.acquire()
+_thread.start_new_thread(held.acquire, ())  # a thread threading does not know of
+while not _thread._count():  # counted once it runs
+    pass
+print(what_the_child_saw())
+held.release()
+while _thread._count():
+    pass
+__import__(sys.argv[2])
 print(what_the_child_saw())
 """
 
 
-def test_fork_bare_skips_pythons_after_fork_work_only_where_nothing_needs_it():
-    """``confine.fork_bare`` (a template's and a worker's forks): in a process with one thread and no ``random``, the
-    child runs no at-fork hook (threading's costs ~0.35 ms a fork) and its threading state still holds; with another
-    thread alive, or ``random`` loaded (a seed to draw afresh), it is ``os.fork``, hooks and all."""
-    seen = subprocess.run([sys.executable, "-I", "-S", "-c", BARE_FORKS, str(WORKER_SCRIPT.parent)],
+@pytest.mark.parametrize("module", ["random", "logging"])
+def test_fork_bare_skips_pythons_after_fork_work_only_where_nothing_needs_it(module):
+    """``confine.fork_bare`` (a template's and a worker's forks): in a process with one thread and no module whose
+    at-fork hook a child needs, the child runs no at-fork hook (threading's costs ~0.35 ms a fork) and its threading
+    state still holds; with another thread alive (``threading``'s or ``_thread``'s), or such a module loaded
+    (``random``: a seed to draw afresh), it is ``os.fork``, hooks and all."""
+    seen = subprocess.run([sys.executable, "-I", "-S", "-c", BARE_FORKS, str(WORKER_SCRIPT.parent), module],
                           capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
-    assert seen == ["[[], True]", "[['after_in_child'], True]", "[['after_in_child'], True]"]
+    assert seen == ["[[], True]"] + ["[['after_in_child'], True]"] * 3
+
+
+def test_a_forked_worker_and_its_list_child_are_forked_bare():
+    """Before its candidate loads, a template's worker (and so the base list's child it forks) has one thread and
+    none of ``FORK_HOOK_MODULES``: ``fork_bare`` takes its fast path there."""
+    from codea1_eval.sandbox.confine import FORK_HOOK_MODULES
+
+    program = Program(f"import _thread, sys\nseen = [sorted(set({FORK_HOOK_MODULES!r}) & set(sys.modules)), "
+                      "_thread._count()]\ndef f(x):\n    return seen\n", "f", calls=[(0,), (1,)], time_limits=[5.0] * 2,
+                      fresh_process_at=1, reliability_guard=True)
+    assert [call.value for call in run_program(program).calls] == [[[], 0], [[], 0]]
