@@ -31,6 +31,7 @@ get their own); elsewhere they start fresh.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -142,7 +143,9 @@ class Template:
         call it is in on ``progress_fd`` (``session.Progress``);
         OSError if the template cannot fork (the engine retries, on a new template if this one died)."""
         with self.lock:
-            if self.broken:  # another thread found it dead or hung while this one waited
+            if self.broken:  # another thread found it dead or hung while this one waited; a dying one gets a second
+                with contextlib.suppress(subprocess.TimeoutExpired):  # to end, so that what it said is what we say
+                    self.process.wait(timeout=1.0)
                 raise OSError(self.exit_report() if self.process.poll() is not None
                               else "the fork-server template stopped answering")
             try:
