@@ -22,11 +22,14 @@ def fresh_process_at(split, first, stop, fork):
     """(first call, end, the descriptor to say "done" on or None) for this process: calls on both sides of ``split``
     fork a child for those before it, which writes ``DONE`` there once their results are sent; only then (else the
     worker ends too, and the harness sees the call it died in) the worker, its program not loaded yet, runs the rest
-    in a new empty folder. ``fork``: ``confine.fork_bare``. Called after ``reliability_guard`` where the job asks for
-    it, which the child inherits. OSError where there is no fork (the sandbox's failure: no candidate code ran yet),
-    or no new folder once the child is done (taken for the candidate's: its child may have filled the disk)."""
+    in a new empty folder (the one it is in, where the child left it empty and as it found it: a folder made and
+    removed costs an inode, which ext4 without a journal finds slowly after many). ``fork``: ``confine.fork_bare``.
+    Called after ``reliability_guard`` where the job asks for it, which the child inherits. OSError where there is no
+    fork (the sandbox's failure: no candidate code ran yet), or no new folder once the child is done (taken for the
+    candidate's: its child may have filled the disk)."""
     if split is None or not first < split < stop:
         return first, stop, None
+    as_found = _folder_state()
     done_read, done_write = os.pipe()
     child = fork()
     if child == 0:
@@ -38,10 +41,19 @@ def fresh_process_at(split, first, stop, fork):
     os.waitpid(child, 0)
     if not done:
         os._exit(1)
+    if as_found[1] and _folder_state() == as_found:
+        return split, stop, None
     folder = f".list-{os.urandom(8).hex()}"  # a name the child could not have taken first
     os.mkdir(folder)
     _chdir(folder)
     return split, stop, None
+
+
+def _folder_state():
+    """(mode, owner, group) of the working folder, and whether it is empty."""
+    status = os.stat(".")
+    with os.scandir(".") as entries:
+        return (status.st_mode, status.st_uid, status.st_gid), next(entries, None) is None
 
 
 def reliability_guard():

@@ -162,7 +162,9 @@ class WorkerSession:
                 self.tmp_layers = tempfile.mkdtemp(prefix="codea1_tmp_")
             self.landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
             self.progress = Progress()
-            self.stderr = tempfile.TemporaryFile()
+            # in memory (as the progress page): an unnamed file in /tmp costs an inode each worker, and ext4
+            # without a journal scans past every inode freed in the last minute for a new one
+            self.stderr = os.fdopen(os.memfd_create("codea1-stderr", os.MFD_CLOEXEC), "w+b")
             read_fd, write_fd = os.pipe()
         except BaseException:
             self._release_files()
@@ -227,6 +229,7 @@ class WorkerSession:
             "script": program.script, "time_limits": list(program.time_limits),
             "load_time_limit": self.limits.load_time_limit, "limits": self.limits.cpu_rlimit(cpu_budget),
             "start": start, "stop": program.n_calls if stop is None else stop, "batch": batched,
+            "early": program.next_call is not None,
             "long_str": sys.maxsize if program.digest_strings_over is None else program.digest_strings_over,
             "fresh_at": program.fresh_process_at, "guard": program.reliability_guard,
             "evalplus_alarm": program.evalplus_alarm,

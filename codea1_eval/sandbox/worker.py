@@ -8,7 +8,7 @@ Protocol. The parent writes two pickles (parent -> child data is trusted) to std
 setup ``{"landlock": {...} | None, "fence": bytes | None, "private_tmp": folder | None, "progress_fd": int, "limits":
 {...}}`` (``confine.py``, ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls":
 [args, ...] | None, "script": str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n},
-"start", "stop", "batch": bool, "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}``
+"start", "stop", "batch": bool, "early": bool, "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}``
 (calls ``start`` to ``stop - 1``; those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first
 where ``guard``: ``input_lists.py``; evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child
 answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every
@@ -16,7 +16,8 @@ frame): ``{"k": "hello"}``, then ``{"k": "loading"}`` as the candidate's code is
 "load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before either, so the parent trusts
 them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair from the worker's own process
 once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
-nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``), a ``{"k":
+nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``; small ones
+first where ``early``: the parent judges each result as it comes, to stop a list at its first failure), a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
 "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call the
 worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
@@ -210,13 +211,15 @@ BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): lo
 
 class Results:
     """Call results (frames as JSON text) on their way to the parent: each sent as it is made, or (``batched``) as one
-    ``{"k": "calls", "r": [...]}`` frame once a batch is held (1 call, doubled after each send up to BATCH_CALLS: an
-    early failure, where the parent may stop the list, comes at once), a call did not return, BATCH_CHARS are held or
+    ``{"k": "calls", "r": [...]}`` frame once a batch is held (BATCH_CALLS; where the parent judges results ``early``,
+    1 call, doubled after each send up to BATCH_CALLS: an early failure, where it may stop the list, comes at once; else
+    a list's results come in one frame per BATCH_CALLS), a call did not return, BATCH_CHARS are held or
     the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm`` in a long one), before a
     "digesting" frame and at the end. A dying worker's held results are lost: the parent runs those calls again."""
 
-    def __init__(self, channel, batched):
-        self.limit, self.largest = 1, BATCH_CALLS if batched else 1  # calls held before a send: now, and at most
+    def __init__(self, channel, batched, early=True):
+        self.largest = BATCH_CALLS if batched else 1  # calls held before a send: at most, and (limit) now
+        self.limit = 1 if early else self.largest
         self.channel, self.held, self.chars, self.since = channel, [], 0, 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
@@ -303,7 +306,7 @@ def main(result_fd, stream, progress_fd=None):
     job = pickle.load(stream)
     stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
     confining.apply_limits(job["limits"])
-    alarm = alarms.CallAlarm(results := Results(channel, job["batch"]), call_index, BATCH_WINDOW_S)
+    alarm = alarms.CallAlarm(results := Results(channel, job["batch"], job["early"]), call_index, BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
     if job["guard"]:  # as in evalplus' process: its recursion depth, Python's int-to-str limit and its guard, set once

@@ -177,6 +177,20 @@ def test_the_calls_from_fresh_process_at_start_in_an_empty_folder():
     assert [call.value for call in run_program(program).calls] == [[], ["m0"], [], ["m2"]]
 
 
+LEAVES_ITS_FOLDER = ("import os\ndef f(x, leave):\n    if leave == 'a file':\n        open('left', 'w').close()\n"
+                     "    elif leave == 'a mode':\n        os.chmod('.', 0o750)\n    return os.getcwd()\n")
+
+
+@pytest.mark.parametrize("leave, same_folder", [("nothing", True), ("a file", False), ("a mode", False)])
+def test_the_plus_list_stays_in_the_folder_only_where_the_base_list_left_it_as_it_found_it(leave, same_folder):
+    """A folder the base list's child left empty and as it was is a new empty folder already: the plus list runs there
+    (no folder made and removed); one it left a file in, or another mode on, gives the plus list a new one."""
+    program = Program(LEAVES_ITS_FOLDER, "f", calls=[(0, leave), (1, "nothing")], time_limits=[1.0] * 2,
+                      fresh_process_at=1)
+    base, plus = (call.value for call in run_program(program).calls)
+    assert (base == plus) is same_folder and plus.startswith(base)
+
+
 GUARD_IN_EACH_LIST = ("import os, sys\nseen = []\ndef f(x):\n    seen.append(x)\n    os.mkdir(f'm{x}')\n"
                       "    return [len(seen), os.getpid(), sorted(os.listdir('.')), os.fork is None, os.chdir is None,\n"
                       "            open is None, sys.getrecursionlimit() < 2000]\n")

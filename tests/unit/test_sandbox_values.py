@@ -509,6 +509,23 @@ def test_batches_start_at_one_call_double_and_a_call_that_did_not_return_goes_at
     assert sent[5:] == [[0], [1], [2]]
 
 
+def test_results_no_one_judges_early_go_in_full_batches_from_the_first_call():
+    """Where the parent judges a list only at its end (no ``next_call``), the first batch is already BATCH_CALLS:
+    300 calls come in two frames (256, then 44 at the end), not nine; a call that did not return still goes at once."""
+    sent = []
+    channel = worker.Channel(-1)
+    channel.send_text = lambda text: sent.append([call["i"] for call in json.loads(text)["r"]])
+    results = worker.Results(channel, True, early=False)
+    results.clock = lambda: 0.0
+    for index in range(300):
+        results.add({"k": "call", "i": index, "s": "ok", "v": index, "ns": 0})
+    results.flush()
+    assert [len(batch) for batch in sent] == [256, 44] and sent[1][-1] == 299
+    results.add({"k": "call", "i": 300, "s": "ok", "v": 300, "ns": 0})
+    results.add({"k": "call", "i": 301, "s": "timeout", "ns": 0})
+    assert sent[2:] == [[300, 301]]
+
+
 def test_hashing_time_goes_only_where_the_expected_value_is_a_digest_and_for_a_str_one_second():
     """A forged "digesting" frame stretches a call by what a right answer needs at most: none where the expected
     value was sent whole, 1 s to hash a str (HumanEval/15's 7 MB answers take a few ms), 120 s for other values."""
