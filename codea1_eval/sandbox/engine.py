@@ -24,7 +24,7 @@ from codea1_eval.sandbox.phases import child_list_drained, load_phase, phase_fra
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
                                          RETURNED, SANDBOX_ERROR, SKIPPED, TIMEOUT, TOTAL_TIMEOUT, CallResult,
                                          ExecResult, Program, SandboxLimits)
-from codea1_eval.sandbox.session import WorkerSession
+from codea1_eval.sandbox.session import FrameReader, WorkerSession
 from codea1_eval.sandbox.spares import SpareWorkers
 from codea1_eval.sandbox.values import PLAIN_JSON, ProtocolViolation, decode
 
@@ -153,7 +153,7 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
             if loaded is not None:
                 return loaded
         end = reload_at if reload_at is not None and index < reload_at else stop  # the calls of this process
-        index, jumped = _take_returned(reader.batch, program, index, end, results)
+        index, jumped = _take_returned(reader, program, index, end, results)
         if jumped and not child_list_drained(reader, index, reload_at, deadlines):
             return JUMP, index, None
         if index >= end:
@@ -172,25 +172,24 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     return OK, index, None
 
 
-def _take_returned(received: list, program: Program, index: int, stop: int, results: list) -> tuple[int, bool]:
-    """Store the results already here (the rest of a batch frame, last first) of the calls that returned, from
-    ``index`` on, while each is the call due; anything else is left to ``_await_call``. Returns (the call due
-    next, whether the program's ``next_call`` jumped there). Most results take this path, which skips the
-    waiting path's per-call work (with ``worker``'s direct number frames, 2.7-4.4 -> 1.9-2.1 us a call)."""
-    next_call = program.next_call
-    while received and index < stop:
-        frame = received[-1]
-        get = frame.get
-        if get("i") != index or get("s") != "ok" or get("k") != "call":
-            break
-        value = get("v")
+def _take_returned(reader: FrameReader, program: Program, index: int, stop: int, results: list) -> tuple[int, bool]:
+    """Store the results already here (the rest of a "returned" frame's run) of the calls from ``index`` on, while
+    each is the call due; anything else is left to ``_await_call``. Returns (the call due next, whether the program's
+    ``next_call`` jumped there). Most results take this path, which skips the waiting path's per-call work (and with
+    runs, a frame's per-call dict: 0.8 -> 0.3 us a call)."""
+    next_call, run = program.next_call, reader.run
+    if reader.put_back:
+        return index, False
+    while run is not None and index < stop and run.index == index:
+        value = run.values[run.at]
         if type(value) not in PLAIN_JSON:  # a str, number, bool or None is itself
             try:
                 value = decode(value)
             except ProtocolViolation:
                 break  # _await_call stores the CRASH
-        received.pop()
-        duration = get("ns")
+        duration = run.nanoseconds[run.at]
+        if not run.take():
+            reader.run = run = None
         call = results[index] = CallResult(RETURNED, value, None,
                                            duration / 1e9 if type(duration) is int and 0 <= duration < 1 << 62
                                            else _seconds(duration))
@@ -209,9 +208,8 @@ def _await_call(session: WorkerSession, program: Program, limits: SandboxLimits,
     A batching worker may be in a later call (``call_in_progress``) with results unsent: if it dies there,
     that call gets the CRASH; if it overruns ``index``'s deadline there, nothing is stored (UNSENT)."""
     reader = session.reader
-    if reader.batch:  # the rest of a batch frame: here already
-        frame = reader.batch.pop()
-    else:
+    frame = reader.received()  # the rest of a run, say: here already
+    if frame is None:
         deadline, alarmed = min(time.monotonic() + program.time_limits[index] + limits.grace_s, total_deadline), False
         while True:
             try:

@@ -54,7 +54,7 @@ def child_list_drained(reader: "FrameReader", jump_to: int, split: int | None, d
             return False
         kind = frame.get("k")
         if kind in ("loading", "load"):
-            reader.batch.append(frame)
+            reader.put_back.append(frame)
             return True
         if not (kind in ("call", "alarm", "digesting") and type(frame.get("i")) is int and frame["i"] < split):
             return False

@@ -25,7 +25,7 @@ from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import worker_fence, worker_policy
 from codea1_eval.sandbox.records import Program, SandboxLimits
-from codea1_eval.sandbox.values import ProtocolViolation, batch_frames, parse_frame
+from codea1_eval.sandbox.values import ProtocolViolation, ReturnedRun, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 PROGRESS_BYTES = 8
@@ -81,13 +81,27 @@ class FrameReader:
         self.buffer = bytearray()
         self.offset = 0
         self.closed = False
-        self.batch: list[dict] = []  # the rest of a batch frame's call frames, last first
+        self.put_back: list[dict] = []  # frames to read again, last first (``phases.child_list_drained``)
+        self.run: ReturnedRun | None = None  # the calls of a "returned" frame not read yet (``engine`` takes them)
+
+    def received(self) -> dict | None:
+        """The next frame already here (one put back, or a run's next call as a call frame), taken; else None."""
+        if self.put_back:
+            return self.put_back.pop()
+        run = self.run
+        if run is None:
+            return None
+        frame = run.call_frame()
+        if not run.take():
+            self.run = None
+        return frame
 
     def next_frame(self, deadline: float) -> dict | None:
-        """Return the next frame (a batch frame's call frames one by one), or None on EOF; raise
+        """Return the next frame (a "returned" frame's calls one by one, as call frames), or None on EOF; raise
         TimeoutError past ``deadline``."""
-        if self.batch:
-            return self.batch.pop()
+        frame = self.received()
+        if frame is not None:
+            return frame
         while True:
             available = len(self.buffer) - self.offset
             if available >= 4:
@@ -98,10 +112,10 @@ class FrameReader:
                     start = self.offset + 4
                     self.offset = start + size
                     frame = parse_frame(self.buffer[start:self.offset])
-                    if frame["k"] != "calls":
+                    if frame["k"] != "returned":
                         return frame
-                    self.batch = batch_frames(frame)
-                    return self.batch.pop()
+                    self.run = ReturnedRun(frame)
+                    return self.received()
             if self.closed:
                 return None
             remaining = deadline - time.monotonic()

@@ -155,14 +155,28 @@ def parse_frame(raw: bytes | bytearray) -> dict:
     return frame
 
 
-def batch_frames(frame: dict) -> list[dict]:
-    """The call frames of a batch frame ``{"k": "calls", "r": [frame, ...]}``, last first (popped in order);
-    ProtocolViolation unless it holds one or more objects."""
-    calls = frame.get("r")
-    if not isinstance(calls, list) or not calls or not all(type(call) is dict for call in calls):
-        raise ProtocolViolation("batch frame without call frames")
-    calls.reverse()
-    return calls
+class ReturnedRun:
+    """The calls of a ``{"k": "returned", "i": first, "v": [value, ...], "ns": [nanoseconds, ...]}`` frame not taken
+    yet: call ``index`` returned ``values[at]`` (as sent: ``decode`` it) in ``nanoseconds[at]`` (unchecked)."""
+
+    __slots__ = ("index", "values", "nanoseconds", "at")
+
+    def __init__(self, frame: dict):
+        """ProtocolViolation unless ``frame`` holds a first index and as many durations as one or more values."""
+        self.index, self.values, self.nanoseconds, self.at = frame.get("i"), frame.get("v"), frame.get("ns"), 0
+        if (type(self.index) is not int or self.index < 0 or type(self.values) is not list or not self.values
+                or type(self.nanoseconds) is not list or len(self.nanoseconds) != len(self.values)):
+            raise ProtocolViolation("returned frame without a first index and as many durations as values")
+
+    def take(self) -> bool:
+        """Move past the call due; False once none is left."""
+        self.at += 1
+        self.index += 1
+        return self.at < len(self.values)
+
+    def call_frame(self) -> dict:
+        """The call due, as the ``{"k": "call"}`` frame of a call that returned."""
+        return {"k": "call", "i": self.index, "s": "ok", "v": self.values[self.at], "ns": self.nanoseconds[self.at]}
 
 
 def encode_value(value: Any) -> Any:

@@ -15,9 +15,9 @@ answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is N
 frame): ``{"k": "hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to run (or instead a ``{"k":
 "load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before either, so the parent trusts
 them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair from the worker's own process
-once the child is done, where it forked), then ``{"k": "call", "i": index, "s": status, "v": value, "e": error, "ns":
-nanoseconds}`` frames, in batches where ``batch`` (``{"k": "calls", "r": [frame, ...]}``, ``Results``; small ones
-first where ``early``: the parent judges each result as it comes, to stop a list at its first failure), a ``{"k":
+once the child is done, where it forked), then the values of calls that returned in runs (``{"k": "returned", "i":
+first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``Results``; small runs first where ``early``), ``{"k": "call",
+"i": index, "s": status, "e": error, "ns": nanoseconds}`` for a call that did not, a ``{"k":
 "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
 "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call the
 worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
@@ -210,36 +210,40 @@ BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): lo
 
 
 class Results:
-    """Call results (frames as JSON text) on their way to the parent: each sent as it is made, or (``batched``) as one
-    ``{"k": "calls", "r": [...]}`` frame once a batch is held (BATCH_CALLS; where the parent judges results ``early``,
-    1 call, doubled after each send up to BATCH_CALLS: an early failure, where it may stop the list, comes at once; else
-    a list's results come in one frame per BATCH_CALLS), a call did not return, BATCH_CHARS are held or
-    the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm`` in a long one), before a
-    "digesting" frame and at the end. A dying worker's held results are lost: the parent runs those calls again."""
+    """Values of calls that returned, sent as runs (``{"k": "returned", "i": first, "v": [...], "ns": [...]}``: calls
+    ``first``, ``first + 1``, ...) once BATCH_CALLS are held (one unless ``batched``; where the parent judges them
+    ``early``, 1, doubled after each send: an early failure, where it may stop the list, comes at once), BATCH_CHARS,
+    or the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm``), before any other frame
+    (``send``) and at the end. A dying worker's held results are lost: the parent runs those calls again."""
 
     def __init__(self, channel, batched, early=True):
         self.largest = BATCH_CALLS if batched else 1  # calls held before a send: at most, and (limit) now
         self.limit = 1 if early else self.largest
-        self.channel, self.held, self.chars, self.since = channel, [], 0, 0.0
+        self.channel, self.held, self.nanoseconds, self.first, self.chars, self.since = channel, [], [], 0, 0, 0.0
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
-    def add(self, frame):  # made JSON here: an unserialisable value raises, and is this call's error
-        self.add_text(self.channel.to_json(frame), frame["s"] == "ok")
-
-    def add_text(self, text, returned=True):
-        """Hold one call's frame, as JSON ``text``; one that did not return (``returned`` False) goes at once."""
+    def returned(self, index, text, nanoseconds):
+        """Hold call ``index``'s value, as JSON ``text`` (the calls held are those just before it)."""
         if not self.held:
-            self.since, self.chars = self.clock(), 0
+            self.first, self.since, self.chars = index, self.clock(), 0
         self.held.append(text)
+        self.nanoseconds.append(nanoseconds)
         self.chars += len(text)
-        if (len(self.held) >= self.limit or not returned or self.chars >= BATCH_CHARS
-                or self.clock() - self.since >= BATCH_WINDOW_S):
+        if len(self.held) >= self.limit or self.chars >= BATCH_CHARS or self.clock() - self.since >= BATCH_WINDOW_S:
             self.flush()
+
+    def send(self, frame):
+        """Send ``frame`` after the results held (made JSON first: an unserialisable value raises, and is its call's
+        error)."""
+        text = self.channel.to_json(frame)
+        self.flush()
+        self.channel.send_text(text)
 
     def flush(self):
         if self.held:  # emptied once sent: a send that fails (near the candidate's limits) keeps them
-            self.channel.send_text('{"k":"calls","r":[' + ",".join(self.held) + "]}")
-            self.held = []
+            self.channel.send_text(f'{{"k":"returned","i":{self.first},"v":[{",".join(self.held)}],'
+                                   f'"ns":[{",".join(map(str, self.nanoseconds))}]}}')
+            self.held, self.nanoseconds = [], []
             self.limit = min(2 * self.limit, self.largest)
 
 
@@ -353,34 +357,32 @@ def main(result_fd, stream, progress_fd=None):
             finally:
                 stop()
             nanoseconds = int((clock() - started) * 1e9)  # an int: its repr costs 0.3 us less than a float's
-            kind = kind_of(value)
+            kind, frame = kind_of(value), None  # frame: the call's when it did not return
             if kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is float and value - value == 0.0:
-                frame = f'{{"k":"call","i":{index},"s":"ok","v":{value!r},"ns":{nanoseconds}}}'  # JSON, as to_json
+                text = repr(value)  # JSON, as to_json writes it
             elif kind is str and len(value) <= long_str:  # JSON as to_json writes it (its own quoting)
-                frame = f'{{"k":"call","i":{index},"s":"ok","v":{quoted(value)},"ns":{nanoseconds}}}'
+                text = quoted(value)
             elif value is None or kind is bool:
-                frame = f'{{"k":"call","i":{index},"s":"ok","v":{JSON_WORDS[value]},"ns":{nanoseconds}}}'
+                text = JSON_WORDS[value]
             else:
+                text = None
                 try:
                     if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==)
                         raise ValueTooLarge()
-                    encoded = encode(value)
+                    value = encode(value)
                 except ValueTooLarge:
-                    results.flush()
-                    channel.send({"k": "digesting", "i": index})
-                    encoded = digest(value)
-                frame = {"k": "call", "i": index, "s": "ok", "v": encoded, "ns": nanoseconds}
-        except CallTimeout:
+                    results.send({"k": "digesting", "i": index})
+                    value = digest(value)
+        except BaseException as exc:  # evalplus' alarm raises a CallTimeout too
             frame = {"k": "call", "i": index, "s": "timeout", "ns": int((clock() - started) * 1e9)}
-        except AssertionError as exc:
-            frame = {"k": "call", "i": index, "s": "fail", "e": _describe(exc), "ns": int((clock() - started) * 1e9)}
-        except BaseException as exc:
-            frame = {"k": "call", "i": index, "s": "error", "e": _describe(exc), "ns": int((clock() - started) * 1e9)}
+            if not issubclass(type(exc), CallTimeout):
+                frame.update(s="fail" if issubclass(type(exc), AssertionError) else "error", e=_describe(exc))
         try:  # sent after the call's own try, so a failed send is never taken for the call's error
-            results.add_text(frame) if kind_of(frame) is str else results.add(frame)
+            results.send(frame) if frame is not None else results.returned(
+                index, text if text is not None else results.channel.to_json(value), nanoseconds)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
-            results.add({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
-                         "ns": frame.get("ns", 0)})
+            results.send({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
+                          "ns": nanoseconds if frame is None else frame.get("ns", 0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
     if done is not None:  # the child that ran the calls before ``fresh_at``

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from codea1_eval.sandbox import digest_time, engine, session
-from codea1_eval.sandbox.values import Digest, Opaque, ProtocolViolation, batch_frames, decode, parse_frame
+from codea1_eval.sandbox.values import Digest, Opaque, ProtocolViolation, ReturnedRun, decode, parse_frame
 
 
 def _load_worker():
@@ -441,11 +441,15 @@ def test_well_formed_frame_parses():
     assert parse_frame(b'{"k": "call", "i": 0}') == {"k": "call", "i": 0}
 
 
-@pytest.mark.parametrize("batch", [{"k": "calls"}, {"k": "calls", "r": []}, {"k": "calls", "r": {"i": 0}},
-                                   {"k": "calls", "r": [{"k": "call"}, 3]}])
-def test_a_batch_frame_without_call_frames_is_a_protocol_violation(batch):
-    with pytest.raises(ProtocolViolation, match="batch frame"):
-        batch_frames(batch)
+@pytest.mark.parametrize("run", [{"k": "returned"}, {"k": "returned", "i": 0, "v": [], "ns": []},
+                                 {"k": "returned", "i": -1, "v": [1], "ns": [0]},
+                                 {"k": "returned", "i": True, "v": [1], "ns": [0]},
+                                 {"k": "returned", "i": 0, "v": {"0": 1}, "ns": [0]},
+                                 {"k": "returned", "i": 0, "v": [1, 2], "ns": [0]},
+                                 {"k": "returned", "i": 0, "v": [1], "ns": 0}])
+def test_a_returned_frame_without_a_first_index_and_a_duration_for_each_value_is_a_protocol_violation(run):
+    with pytest.raises(ProtocolViolation, match="returned frame"):
+        ReturnedRun(run)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -468,62 +472,70 @@ def test_value_through_channel_frame_reader_and_call_result():
         os.close(write_fd)
 
 
-def test_a_batch_of_results_through_the_pipe_comes_out_call_by_call():
-    """The worker's Results hold calls and send them as one frame; the frame reader gives them back one by one."""
+def test_a_run_of_results_through_the_pipe_comes_out_call_by_call():
+    """The worker's Results hold the values of calls that returned and send them as one run; the frame reader gives
+    them back one by one as call frames, then the frame of a call that did not return, sent after them."""
     read_fd, write_fd = os.pipe()
     try:
-        results = worker.Results(worker.Channel(write_fd), True)
+        results = worker.Results(worker.Channel(write_fd), True, early=False)
         for index, value in enumerate([7, "seven", [7.5, None]]):
-            results.add({"k": "call", "i": index, "s": "ok", "v": worker.encode(value), "ns": 500_000_000})
-        results.flush()
+            results.returned(index + 3, results.channel.to_json(worker.encode(value)), 500_000_000)
+        results.send({"k": "call", "i": 6, "s": "error", "e": "ValueError: 6", "ns": 0})
         reader = session.FrameReader(read_fd)
-        calls = [engine._call_result(reader.next_frame(time.monotonic() + 5), index) for index in range(3)]
-        assert [(c.status, c.value) for c in calls] == [(engine.RETURNED, 7), (engine.RETURNED, "seven"),
-                                                        (engine.RETURNED, [7.5, None])]
-        assert reader.batch == [] and not results.held
+        calls = [engine._call_result(reader.next_frame(time.monotonic() + 5), index) for index in range(3, 7)]
+        assert [(c.status, c.value, c.duration) for c in calls] == [
+            (engine.RETURNED, 7, 0.5), (engine.RETURNED, "seven", 0.5), (engine.RETURNED, [7.5, None], 0.5),
+            (engine.ERROR, None, 0.0)]
+        assert reader.run is None and not results.held
     finally:
         os.close(read_fd)
         os.close(write_fd)
 
 
-def test_batches_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_once():
-    """A worker's first result goes alone (a fail-fast parent stops a list at its first failure without waiting
-    for a batch), each later batch is twice the last up to BATCH_CALLS, and an error is sent with what is held."""
+def _runs_sent(results):
+    """Make ``results`` record the calls of each frame it sends (a run's indices, or a call frame's own)."""
     sent = []
-    channel = worker.Channel(-1)
-    channel.send_text = lambda text: sent.append([call["i"] for call in json.loads(text)["r"]])
-    results = worker.Results(channel, True)
+
+    def record(text):
+        frame = json.loads(text)
+        sent.append(list(range(frame["i"], frame["i"] + len(frame["v"]))) if frame["k"] == "returned" else [frame["i"]])
+    results.channel.send_text = record
     results.clock = lambda: 0.0  # no batch window passes
+    return sent
+
+
+def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_once_after_them():
+    """A worker's first result goes alone (a fail-fast parent stops a list at its first failure without waiting
+    for a batch), each later run is twice the last up to BATCH_CALLS, and an error is sent after what is held."""
+    results = worker.Results(worker.Channel(-1), True)
+    sent = _runs_sent(results)
     for index in range(8):
-        results.add({"k": "call", "i": index, "s": "ok", "v": index, "ns": 0})
-    results.add({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "ns": 0})
-    assert sent == [[0], [1, 2], [3, 4, 5, 6], [7, 8]]
+        results.returned(index, str(index), 0)
+    results.send({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "ns": 0})
+    assert sent == [[0], [1, 2], [3, 4, 5, 6], [7], [8]]
     assert (results.limit, results.held) == (16, [])
-    for index in range(9, 12):  # a batch of 16 calls, sent after 3 as their JSON passes BATCH_CHARS
-        results.add({"k": "call", "i": index, "s": "ok", "v": "x" * (worker.BATCH_CHARS // 3), "ns": 0})
-    assert sent[4:] == [[9, 10, 11]] and results.held == []
-    unbatched = worker.Results(channel, False)
-    unbatched.clock = results.clock
+    for index in range(9, 12):  # a run of 16 calls, sent after 3 as their JSON passes BATCH_CHARS
+        results.returned(index, '"' + "x" * (worker.BATCH_CHARS // 3) + '"', 0)
+    assert sent[5:] == [[9, 10, 11]] and results.held == []
+    unbatched = worker.Results(worker.Channel(-1), False)
+    sent = _runs_sent(unbatched)
     for index in range(3):
-        unbatched.add({"k": "call", "i": index, "s": "ok", "v": index, "ns": 0})
-    assert sent[5:] == [[0], [1], [2]]
+        unbatched.returned(index, str(index), 0)
+    assert sent == [[0], [1], [2]]
 
 
-def test_results_no_one_judges_early_go_in_full_batches_from_the_first_call():
-    """Where the parent judges a list only at its end (no ``next_call``), the first batch is already BATCH_CALLS:
+def test_results_no_one_judges_early_go_in_full_runs_from_the_first_call():
+    """Where the parent judges a list only at its end (no ``next_call``), the first run is already BATCH_CALLS:
     300 calls come in two frames (256, then 44 at the end), not nine; a call that did not return still goes at once."""
-    sent = []
-    channel = worker.Channel(-1)
-    channel.send_text = lambda text: sent.append([call["i"] for call in json.loads(text)["r"]])
-    results = worker.Results(channel, True, early=False)
-    results.clock = lambda: 0.0
+    results = worker.Results(worker.Channel(-1), True, early=False)
+    sent = _runs_sent(results)
     for index in range(300):
-        results.add({"k": "call", "i": index, "s": "ok", "v": index, "ns": 0})
+        results.returned(index, str(index), 0)
     results.flush()
-    assert [len(batch) for batch in sent] == [256, 44] and sent[1][-1] == 299
-    results.add({"k": "call", "i": 300, "s": "ok", "v": 300, "ns": 0})
-    results.add({"k": "call", "i": 301, "s": "timeout", "ns": 0})
-    assert sent[2:] == [[300, 301]]
+    assert [len(run) for run in sent] == [256, 44] and sent[1][-1] == 299
+    results.returned(300, "300", 0)
+    results.send({"k": "call", "i": 301, "s": "timeout", "ns": 0})
+    assert sent[2:] == [[300], [301]]
 
 
 def test_hashing_time_goes_only_where_the_expected_value_is_a_digest_and_for_a_str_one_second():
