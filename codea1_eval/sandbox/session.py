@@ -178,7 +178,12 @@ class WorkerSession:
             self.progress = Progress()
             # in memory (as the progress page): an unnamed file in /tmp costs an inode each worker, and ext4
             # without a journal scans past every inode freed in the last minute for a new one
-            self.stderr = os.fdopen(os.memfd_create("codea1-stderr", os.MFD_CLOEXEC), "w+b")
+            stderr_fd = os.memfd_create("codea1-stderr", os.MFD_CLOEXEC)
+            try:
+                self.stderr = os.fdopen(stderr_fd, "w+b")
+            except BaseException:
+                os.close(stderr_fd)
+                raise
             read_fd, write_fd = os.pipe()
         except BaseException:
             self._release_files()

@@ -8,20 +8,20 @@ Protocol. The parent writes two pickles (parent -> child data is trusted) to std
 setup ``{"landlock": {...} | None, "fence": bytes | None, "private_tmp": folder | None, "progress_fd": int, "limits":
 {...}}`` (``confine.py``, ``private_tmp.py``, ``session.Progress``), then the job ``{"code", "entry_point", "calls":
 [args, ...] | None, "script": str | None, "time_limits": [...], "load_time_limit", "limits": {"RLIMIT_CPU": n},
-"start", "stop", "batch": bool, "early": bool, "long_str": int, "fresh_at": int | None, "guard": bool, "evalplus_alarm": bool}``
-(calls ``start`` to ``stop - 1``; those before ``fresh_at`` in a forked child; evalplus' ``reliability_guard`` first
-where ``guard``: ``input_lists.py``; evalplus' alarm per call where ``evalplus_alarm``: ``alarm.py``). The child
-answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted; the parent validates every
-frame): ``{"k": "hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to run (or instead a ``{"k":
-"load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before either, so the parent trusts
-them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair from the worker's own process
-once the child is done, where it forked), then the values of calls that returned in runs (``{"k": "returned", "i":
-first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``Results``; small runs first where ``early``), ``{"k": "call",
-"i": index, "s": status, "e": error, "ns": nanoseconds}`` for a call that did not, a ``{"k":
-"digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an ``{"k":
-"alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each call the
-worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs never
-enter this process (a forged frame needs the right answer)."""
+"start", "stop", "batch": bool, "early": bool, "long_str": int, "fresh_at": int | None, "guard": bool,
+"evalplus_alarm": bool}`` (calls ``start`` to ``stop - 1``; those before ``fresh_at`` in a forked child; evalplus'
+``reliability_guard`` first where ``guard``: ``input_lists.py``; evalplus' alarm per call where ``evalplus_alarm``:
+``alarm.py``). The child answers on RESULT_FD with length-prefixed JSON frames (child -> parent data is NOT trusted;
+the parent validates every frame): ``{"k": "hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to
+run (or instead a ``{"k": "load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before
+either, so the parent trusts them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair
+from the worker's own process once the child is done, where it forked), then the values of calls that returned in runs
+(``{"k": "returned", "i": first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``Results``; small runs first where
+``early``), ``{"k": "call", "i": index, "s": status, "e": error, "ns": nanoseconds}`` for a call that did not, a
+``{"k": "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an
+``{"k": "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each
+call the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs
+never enter this process (a forged frame needs the right answer)."""
 
 import json
 import marshal
@@ -62,13 +62,9 @@ def encode(value, depth=0, budget=None):
     if value is None or kind is bool or kind is str:
         return value
     if kind is int:
-        if value.bit_length() > MAX_INT_BITS_AS_JSON:
-            return {"$": "int", "v": hex(value)}
-        return value
+        return value if value.bit_length() <= MAX_INT_BITS_AS_JSON else {"$": "int", "v": hex(value)}
     if kind is float:
-        if math.isfinite(value):
-            return value
-        return {"$": "float", "v": repr(value)}
+        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
     if kind in (list, tuple, set, frozenset, dict) and len(value) > budget[0]:  # over budget without the walk
         raise ValueTooLarge()  # (each item is one node at least)
     if (kind is list or kind is tuple) and depth < 100 and _json_as_is(value):
@@ -210,41 +206,45 @@ BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): lo
 
 
 class Results:
-    """Values of calls that returned, sent as runs (``{"k": "returned", "i": first, "v": [...], "ns": [...]}``: calls
-    ``first``, ``first + 1``, ...) once BATCH_CALLS are held (one unless ``batched``; where the parent judges them
-    ``early``, 1, doubled after each send: an early failure, where it may stop the list, comes at once), BATCH_CHARS,
-    or the first was held BATCH_WINDOW_S (checked after each call, and by ``CallAlarm``), before any other frame
-    (``send``) and at the end. A dying worker's held results are lost: the parent runs those calls again."""
+    """Values of calls that returned, sent in runs (``{"k": "returned", "i": first, "v": [...], "ns": [...]}``) once
+    BATCH_CALLS are held (one unless ``batched``; where the parent judges them ``early``, 1, doubled after each send,
+    so an early failure comes at once), BATCH_CHARS, or the first was held BATCH_WINDOW_S (also checked by
+    ``CallAlarm``), before any other frame (``send``), at once after a "digesting" word and at the end. A dying
+    worker's held results are lost: the parent runs those calls again."""
 
     def __init__(self, channel, batched, early=True):
         self.largest = BATCH_CALLS if batched else 1  # calls held before a send: at most, and (limit) now
         self.limit = 1 if early else self.largest
-        self.channel, self.held, self.nanoseconds, self.first, self.chars, self.since = channel, [], [], 0, 0, 0.0
+        self.channel, self.held, self.first, self.chars, self.since, self.digested = channel, [], 0, 0, 0.0, None
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
     def returned(self, index, text, nanoseconds):
         """Hold call ``index``'s value, as JSON ``text`` (the calls held are those just before it)."""
         if not self.held:
             self.first, self.since, self.chars = index, self.clock(), 0
-        self.held.append(text)
-        self.nanoseconds.append(nanoseconds)
+        self.held.append((text, nanoseconds))  # one append: a MemoryError leaves no value without its time
         self.chars += len(text)
-        if len(self.held) >= self.limit or self.chars >= BATCH_CHARS or self.clock() - self.since >= BATCH_WINDOW_S:
+        if (len(self.held) >= self.limit or self.chars >= BATCH_CHARS or index == self.digested
+                or self.clock() - self.since >= BATCH_WINDOW_S):
             self.flush()
 
+    def drop(self, index):
+        """Forget call ``index`` where it is the last held (its run's send failed: another frame says what it did)."""
+        if self.held and self.first + len(self.held) - 1 == index:
+            self.held.pop()
+
     def send(self, frame):
-        """Send ``frame`` after the results held (made JSON first: an unserialisable value raises, and is its call's
-        error)."""
+        """Send ``frame`` after the results held (made JSON first: an unserialisable value raises)."""
         text = self.channel.to_json(frame)
         self.flush()
         self.channel.send_text(text)
+        self.digested = frame["i"] if frame["k"] == "digesting" else None
 
     def flush(self):
         if self.held:  # emptied once sent: a send that fails (near the candidate's limits) keeps them
-            self.channel.send_text(f'{{"k":"returned","i":{self.first},"v":[{",".join(self.held)}],'
-                                   f'"ns":[{",".join(map(str, self.nanoseconds))}]}}')
-            self.held, self.nanoseconds = [], []
-            self.limit = min(2 * self.limit, self.largest)
+            self.channel.send_text(f'{{"k":"returned","i":{self.first},"v":[{",".join([t for t, _ in self.held])}],'
+                                   f'"ns":[{",".join([str(ns) for _, ns in self.held])}]}}')
+            self.held, self.limit = [], min(2 * self.limit, self.largest)
 
 
 _LOADED = {}  # loaded(name), by name
@@ -357,7 +357,7 @@ def main(result_fd, stream, progress_fd=None):
             finally:
                 stop()
             nanoseconds = int((clock() - started) * 1e9)  # an int: its repr costs 0.3 us less than a float's
-            kind, frame = kind_of(value), None  # frame: the call's when it did not return
+            kind, frame, text = kind_of(value), None, None  # frame: the call's when it did not return
             if kind is int and -JSON_INT_BOUND < value < JSON_INT_BOUND or kind is float and value - value == 0.0:
                 text = repr(value)  # JSON, as to_json writes it
             elif kind is str and len(value) <= long_str:  # JSON as to_json writes it (its own quoting)
@@ -365,7 +365,6 @@ def main(result_fd, stream, progress_fd=None):
             elif value is None or kind is bool:
                 text = JSON_WORDS[value]
             else:
-                text = None
                 try:
                     if isinstance(value, str) and len(value) > long_str:  # a digest (equal where ==)
                         raise ValueTooLarge()
@@ -381,6 +380,7 @@ def main(result_fd, stream, progress_fd=None):
             results.send(frame) if frame is not None else results.returned(
                 index, text if text is not None else results.channel.to_json(value), nanoseconds)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
+            results.drop(index)
             results.send({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
                           "ns": nanoseconds if frame is None else frame.get("ns", 0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call

@@ -524,6 +524,23 @@ def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_on
     assert sent == [[0], [1], [2]]
 
 
+def test_a_digested_value_goes_at_once_and_a_call_whose_run_could_not_go_is_dropped_before_its_error():
+    """The parent waits for a digested value alone (its hashing time), so it is not held for a run; and where a run's
+    send failed, the error frame that then says what became of the last call is the only word of it."""
+    results = worker.Results(worker.Channel(-1), True, early=False)
+    sent = _runs_sent(results)
+    results.returned(0, "0", 0)
+    results.send({"k": "digesting", "i": 1})
+    results.returned(1, '{"$":"digest","type":"builtins.str","v":"ab"}', 0)
+    assert sent == [[0], [1], [1]] and results.held == []
+    results.returned(2, "2", 0)
+    results.returned(3, "3", 0)
+    results.drop(3)
+    results.drop(1)  # not the last held: kept
+    results.send({"k": "call", "i": 3, "s": "error", "e": "MemoryError: ", "ns": 0})
+    assert sent[3:] == [[2], [3]]
+
+
 def test_results_no_one_judges_early_go_in_full_runs_from_the_first_call():
     """Where the parent judges a list only at its end (no ``next_call``), the first run is already BATCH_CALLS:
     300 calls come in two frames (256, then 44 at the end), not nine; a call that did not return still goes at once."""
