@@ -1,7 +1,8 @@
 """What evalplus does for each input list of a candidate, done in a worker (``worker.py`` loads this script; like the
 worker, it imports only the standard library): the list runs in a process of its own that has not run the other list,
-in an empty folder (``fresh_process_at``), under evalplus' ``reliability_guard`` (``evalplus.eval.utils``), which disables the functions
-a candidate could harm the run with before the candidate is loaded (where the job asks for it: the ``values`` kind)."""
+in an empty folder (``fresh_process_at``), under evalplus' ``reliability_guard`` (``evalplus.eval.utils``), which
+disables the functions a candidate could harm the run with before the candidate is loaded (where the job asks for it:
+the ``values`` kind)."""
 
 import builtins
 import os
