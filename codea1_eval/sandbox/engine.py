@@ -178,8 +178,6 @@ def _take_returned(reader: FrameReader, program: Program, index: int, stop: int,
     ``next_call`` jumped there). Most results take this path, which skips the waiting path's per-call work (and with
     runs, a frame's per-call dict: 0.8 -> 0.3 us a call)."""
     next_call, run = program.next_call, reader.run
-    if reader.put_back:
-        return index, False
     while run is not None and index < stop and run.index == index:
         value = run.values[run.at]
         if type(value) not in PLAIN_JSON:  # a str, number, bool or None is itself
@@ -188,9 +186,7 @@ def _take_returned(reader: FrameReader, program: Program, index: int, stop: int,
             except ProtocolViolation:
                 break  # _await_call stores the CRASH
         duration = run.nanoseconds[run.at]
-        run.at += 1  # ReturnedRun.take, inline (a method call costs what the rest of the step does)
-        run.index += 1
-        if run.at == len(run.values):
+        if not run.take():
             reader.run = run = None
         call = results[index] = CallResult(RETURNED, value, None,
                                            duration / 1e9 if type(duration) is int and 0 <= duration < 1 << 62

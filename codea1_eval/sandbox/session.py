@@ -81,7 +81,8 @@ class FrameReader:
         self.buffer = bytearray()
         self.offset = 0
         self.closed = False
-        self.put_back: list[dict] = []  # frames to read again, last first (``phases.child_list_drained``)
+        self.put_back: list[dict] = []  # frames to read again, last first (``phases.child_list_drained``: only once
+        # a run is read to its end, so a run and a frame put back are never pending together)
         self.run: ReturnedRun | None = None  # the calls of a "returned" frame not read yet (``engine`` takes them)
 
     def received(self) -> dict | None:

@@ -9,7 +9,6 @@ program must be judged failed, and the harness must go on (an honest program pas
 from __future__ import annotations
 
 import dataclasses
-
 import errno
 import signal
 import socket
