@@ -7,10 +7,10 @@ namespace's first process, so everything in there ends when it does; it reaps wh
 candidate's orphans) and gives each worker namespaces of its own (``namespaces.py``).
 """
 
+import _signal  # not signal, whose wrappers convert to enums: code whose pages every forked worker would copy
 import gc
 import json
 import os
-import signal
 import socket
 import struct
 import sys
@@ -42,6 +42,7 @@ def warm_up(worker, preopened_paths):
     confinement = worker.loaded("confine")
     worker.loaded("input_lists")
     worker.loaded("alarm")
+    worker.loaded("channel")
     confinement.libc_calls()
     program = confinement.fence_program(os.uname().machine)
     if program is not None:
@@ -58,7 +59,7 @@ worker it stays (at worst) a zombie, so its pid, and the process group it leads,
 while the harness may still signal them."""
 FORKED = set()
 """Workers forked and not reaped yet."""
-CHILD_SIGNALS = {signal.SIGCHLD}
+CHILD_SIGNALS = {_signal.SIGCHLD}
 OWN_NAMESPACES = None
 """``namespaces.py`` inside bubblewrap, where each worker enters namespaces of its own before its job."""
 _exit = os._exit  # bound now: candidate code in a forked worker could replace os._exit
@@ -82,7 +83,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
     own = os.pidfd_open(os.getpid())
     socket.send_fds(control, [b"H1" if able else b"H0"], [own])
     os.close(own)
-    signal.signal(signal.SIGCHLD, _reap_released)
+    _signal.signal(_signal.SIGCHLD, _reap_released)
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 4096, 4)
@@ -98,7 +99,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
                 RELEASED.add(int(body))
                 _reap_released()
             continue
-        signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)  # no reaping before the new worker is in FORKED
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, CHILD_SIGNALS)  # no reaping before the new worker is in FORKED
         try:
             pid = fork_bare()
         except OSError as exc:
@@ -107,7 +108,7 @@ def serve(worker, control_fd, preopened_paths, in_bwrap=False):
             _run_forked(worker, control, body, fds)
         if pid > 0:
             FORKED.add(pid)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, CHILD_SIGNALS)
         for fd in fds:
             os.close(fd)
         _reply(control, pid)
@@ -122,7 +123,7 @@ def _reply(control, pid):
             pidfd = os.pidfd_open(pid)
         except OSError as exc:  # the worker is unreachable for the harness: end it, and say why
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, _signal.SIGKILL)
             except OSError:
                 pass
             RELEASED.add(pid)
@@ -170,9 +171,9 @@ def _run_forked(worker, control, workdir, fds):
     environment, run the job, and never return into the template's loop."""
     status = 1
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)  # blocked by the template around the fork
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, CHILD_SIGNALS)  # blocked by the template around the fork
         control.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         os.setsid()
         job_fd, result_fd, stderr_fd, progress_fd = fds
         os.dup2(stderr_fd, 2)

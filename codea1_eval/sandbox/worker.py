@@ -16,7 +16,7 @@ the parent validates every frame): ``{"k": "hello"}``, then ``{"k": "loading"}``
 run (or instead a ``{"k": "load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before
 either, so the parent trusts them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair
 from the worker's own process once the child is done, where it forked), then the values of calls that returned in runs
-(``{"k": "returned", "i": first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``Results``; small runs first where
+(``{"k": "returned", "i": first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``channel.Results``; small runs first where
 ``early``), ``{"k": "call", "i": index, "s": status, "e": error, "ns": nanoseconds}`` for a call that did not, a
 ``{"k": "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an
 ``{"k": "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each
@@ -30,7 +30,6 @@ import mmap
 import os
 import pickle
 import signal
-import struct
 import sys
 import time
 
@@ -172,81 +171,6 @@ def _safe_repr(value, limit=200):
         return "<unrepresentable>"
 
 
-class Channel:
-    """Length-prefixed JSON frames on a pipe, written with raw os.write (no buffering)."""
-
-    def __init__(self, fd):
-        self.fd, self.write, self.pack = fd, os.write, struct.pack
-        self.to_json = _json_encoder()
-
-    def send(self, frame):
-        self.send_text(self.to_json(frame))
-
-    def send_text(self, text):
-        data = text.encode()
-        view = memoryview(self.pack(">I", len(data)) + data)
-        while view:
-            written = self.write(self.fd, view)
-            view = view[written:]
-
-
-def _json_encoder():
-    """``json.dumps(frame, allow_nan=False)`` with compact separators, made once (``json.dumps`` builds an encoder
-    per call: ~2 of its ~3 us a frame). Frames are built by ``encode``, without cycles: no cycle check."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
-    iterencode = make(None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
-    return lambda frame, join="".join: join(iterencode(frame, 0))
-
-
-BATCH_CALLS = 256
-BATCH_WINDOW_S = 0.01
-BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): long strs go in smaller batches
-
-
-class Results:
-    """Values of calls that returned, sent in runs (``{"k": "returned", "i": first, "v": [...], "ns": [...]}``) once
-    BATCH_CALLS are held (one unless ``batched``; where the parent judges them ``early``, 1, doubled after each send,
-    so an early failure comes at once), BATCH_CHARS, or the first was held BATCH_WINDOW_S (also checked by
-    ``CallAlarm``), before any other frame (``send``), at once after a "digesting" word and at the end. A dying
-    worker's held results are lost: the parent runs those calls again."""
-
-    def __init__(self, channel, batched, early=True):
-        self.largest = BATCH_CALLS if batched else 1  # calls held before a send: at most, and (limit) now
-        self.limit = 1 if early else self.largest
-        self.channel, self.held, self.first, self.chars, self.since, self.digested = channel, [], 0, 0, 0.0, None
-        self.clock = time.monotonic  # bound now: a candidate may patch the time module
-
-    def returned(self, index, text, nanoseconds):
-        """Hold call ``index``'s value, as JSON ``text`` (the calls held are those just before it)."""
-        if not self.held:
-            self.first, self.since, self.chars = index, self.clock(), 0
-        self.held.append((text, nanoseconds))  # one append: a MemoryError leaves no value without its time
-        self.chars += len(text)
-        if (len(self.held) >= self.limit or self.chars >= BATCH_CHARS or index == self.digested
-                or self.clock() - self.since >= BATCH_WINDOW_S):
-            self.flush()
-
-    def drop(self, index):
-        """Forget call ``index`` where it is the last held (its run's send failed: another frame says what it did)."""
-        if self.held and self.first + len(self.held) - 1 == index:
-            self.held.pop()
-
-    def send(self, frame):
-        """Send ``frame`` after the results held (made JSON first: an unserialisable value raises)."""
-        text = self.channel.to_json(frame)
-        self.flush()
-        self.channel.send_text(text)
-        self.digested = frame["i"] if frame["k"] == "digesting" else None
-
-    def flush(self):
-        if self.held:  # emptied once sent: a send that fails (near the candidate's limits) keeps them
-            self.channel.send_text(f'{{"k":"returned","i":{self.first},"v":[{",".join([t for t, _ in self.held])}],'
-                                   f'"ns":[{",".join([str(ns) for _, ns in self.held])}]}}')
-            self.held, self.limit = [], min(2 * self.limit, self.largest)
-
-
 _LOADED = {}  # loaded(name), by name
 
 
@@ -288,7 +212,8 @@ def main(result_fd, stream, progress_fd=None):
     the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
     fresh worker inherits the harness's, numbered in the setup). A spare worker waits for its job confined."""
     setup = pickle.load(stream)
-    channel = Channel(result_fd)
+    frames = loaded("channel")
+    channel = frames.Channel(result_fd)
     progress_fd = setup["progress_fd"] if progress_fd is None else progress_fd
     call_index = memoryview(mmap.mmap(progress_fd, 8)).cast("q")  # the parent's session.Progress: each call's index
     os.close(progress_fd)
@@ -310,7 +235,8 @@ def main(result_fd, stream, progress_fd=None):
     job = pickle.load(stream)
     stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
     confining.apply_limits(job["limits"])
-    alarm = alarms.CallAlarm(results := Results(channel, job["batch"], job["early"]), call_index, BATCH_WINDOW_S)
+    alarm = alarms.CallAlarm(results := frames.Results(channel, job["batch"], job["early"]), call_index,
+                             frames.BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
     if job["guard"]:  # as in evalplus' process: its recursion depth, Python's int-to-str limit and its guard, set once
@@ -318,6 +244,17 @@ def main(result_fd, stream, progress_fd=None):
         sys.setrecursionlimit(EVALPLUS_FRAMES_LEFT + _depth_here() + 1)  # the call is made from here
         sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
         lists.reliability_guard()
+    began = time.monotonic()
+    try:  # once, before the lists' fork (both processes run this code object), and from this frame, as evalplus
+        # compiles (in exec) from the frame it calls from: the compiler's nesting allowance depends on the depth
+        alarm.start(job["load_time_limit"])
+        try:
+            compiled = compile(job["code"], "<candidate>", "exec")
+        finally:
+            alarm.stop()
+    except BaseException as exc:  # raised where each list's process loads the program, as its own compile would
+        compiled = exc
+    load_time_left = job["load_time_limit"] - (time.monotonic() - began)  # for each process's exec
     try:
         first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"], confining.fork_bare)
     except OSError as exc:  # no fork or folder: the sandbox's failure, before any candidate code ran here
@@ -330,9 +267,11 @@ def main(result_fd, stream, progress_fd=None):
     namespace = candidate.__dict__
     channel.send({"k": "loading"})  # the candidate's code runs from here: any frame before this one is the worker's
     try:
-        alarm.start(job["load_time_limit"])
+        if isinstance(compiled, BaseException):
+            raise compiled
+        alarm.start(load_time_left)
         try:
-            exec(compile(job["code"], "<candidate>", "exec"), namespace)
+            exec(compiled, namespace)
         finally:
             alarm.stop()
         function = namespace[job["entry_point"]] if job["entry_point"] else None

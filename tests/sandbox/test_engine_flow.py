@@ -361,6 +361,16 @@ def test_the_second_load_has_the_load_time_limit_not_the_first_plus_calls():
     assert [c.status for c in result.calls] == ["returned"] * 3 and result.status == "ok"
 
 
+def test_a_program_that_does_not_compile_fails_the_load_of_each_input_list_with_the_compilers_error():
+    """Compiled once, before the fork that gives the first list a process of its own: each list's load raises what the
+    compile raised, as evalplus' separate processes each fail to compile it."""
+    program = Program("def f(x):\n    return x +\n", "f", calls=[(0,), (1,), (2,)], time_limits=[1.0] * 3,
+                      fresh_process_at=1)
+    result = run_program(program)
+    assert [c.status for c in result.calls] == ["error"] * 3
+    assert result.status == "load_error" and result.error == "SyntaxError: invalid syntax (<candidate>, line 2)"
+
+
 FAILS_TO_LOAD_THE_SECOND_TIME = LOADS_SLOWLY_THE_SECOND_TIME.replace("time.sleep(1.5)", "raise ValueError('again')")
 
 

@@ -35,6 +35,7 @@ def _load_worker():
 
 
 worker = _load_worker()
+frames = worker.loaded("channel")  # the worker's side of the frame protocol, as the worker loads it
 
 
 def wire(value):
@@ -460,7 +461,7 @@ def test_value_through_channel_frame_reader_and_call_result():
     read_fd, write_fd = os.pipe()
     try:
         value = {(1, 2): [1.5, math.inf], "s": {b"\x00"}, "n": np.int32(7)}
-        worker.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "ns": 250_000_000})
+        frames.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "ns": 250_000_000})
         frame = session.FrameReader(read_fd).next_frame(time.monotonic() + 5)
         result = engine._call_result(frame, 4)
         assert (result.status, result.value, result.duration) == (engine.RETURNED, value, 0.25)
@@ -477,7 +478,7 @@ def test_a_run_of_results_through_the_pipe_comes_out_call_by_call():
     them back one by one as call frames, then the frame of a call that did not return, sent after them."""
     read_fd, write_fd = os.pipe()
     try:
-        results = worker.Results(worker.Channel(write_fd), True, early=False)
+        results = frames.Results(frames.Channel(write_fd), True, early=False)
         for index, value in enumerate([7, "seven", [7.5, None]]):
             results.returned(index + 3, results.channel.to_json(worker.encode(value)), 500_000_000)
         results.send({"k": "call", "i": 6, "s": "error", "e": "ValueError: 6", "ns": 0})
@@ -507,7 +508,7 @@ def _runs_sent(results):
 def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_once_after_them():
     """A worker's first result goes alone (a fail-fast parent stops a list at its first failure without waiting
     for a batch), each later run is twice the last up to BATCH_CALLS, and an error is sent after what is held."""
-    results = worker.Results(worker.Channel(-1), True)
+    results = frames.Results(frames.Channel(-1), True)
     sent = _runs_sent(results)
     for index in range(8):
         results.returned(index, str(index), 0)
@@ -515,9 +516,9 @@ def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_on
     assert sent == [[0], [1, 2], [3, 4, 5, 6], [7], [8]]
     assert (results.limit, results.held) == (16, [])
     for index in range(9, 12):  # a run of 16 calls, sent after 3 as their JSON passes BATCH_CHARS
-        results.returned(index, '"' + "x" * (worker.BATCH_CHARS // 3) + '"', 0)
+        results.returned(index, '"' + "x" * (frames.BATCH_CHARS // 3) + '"', 0)
     assert sent[5:] == [[9, 10, 11]] and results.held == []
-    unbatched = worker.Results(worker.Channel(-1), False)
+    unbatched = frames.Results(frames.Channel(-1), False)
     sent = _runs_sent(unbatched)
     for index in range(3):
         unbatched.returned(index, str(index), 0)
@@ -527,7 +528,7 @@ def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_on
 def test_a_digested_value_goes_at_once_and_a_call_whose_run_could_not_go_is_dropped_before_its_error():
     """The parent waits for a digested value alone (its hashing time), so it is not held for a run; and where a run's
     send failed, the error frame that then says what became of the last call is the only word of it."""
-    results = worker.Results(worker.Channel(-1), True, early=False)
+    results = frames.Results(frames.Channel(-1), True, early=False)
     sent = _runs_sent(results)
     results.returned(0, "0", 0)
     results.send({"k": "digesting", "i": 1})
@@ -544,7 +545,7 @@ def test_a_digested_value_goes_at_once_and_a_call_whose_run_could_not_go_is_drop
 def test_results_no_one_judges_early_go_in_full_runs_from_the_first_call():
     """Where the parent judges a list only at its end (no ``next_call``), the first run is already BATCH_CALLS:
     300 calls come in two frames (256, then 44 at the end), not nine; a call that did not return still goes at once."""
-    results = worker.Results(worker.Channel(-1), True, early=False)
+    results = frames.Results(frames.Channel(-1), True, early=False)
     sent = _runs_sent(results)
     for index in range(300):
         results.returned(index, str(index), 0)
