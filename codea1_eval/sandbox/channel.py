@@ -20,7 +20,15 @@ class Channel:
 
     def send_text(self, text):
         data = text.encode()
-        view = memoryview(self.pack(">I", len(data)) + data)
+        self._write(self.pack(">I", len(data)) + data)
+
+    def send_texts(self, texts):
+        """Several frames' JSON texts in one write."""
+        pack = self.pack
+        self._write(b"".join([pack(">I", len(data)) + data for data in [text.encode() for text in texts]]))
+
+    def _write(self, data):
+        view = memoryview(data)
         while view:
             written = self.write(self.fd, view)
             view = view[written:]
@@ -42,20 +50,24 @@ BATCH_CHARS = 8 << 20  # a frame is at most 64 MiB (session.MAX_FRAME_BYTES): lo
 
 
 class Results:
-    """Values of calls that returned, sent in runs (``{"k": "returned", "i": first, "v": [...], "ns": [...]}``) once
-    BATCH_CALLS are held (one unless ``batched``; where the parent judges them ``early``, 1, doubled after each send,
-    so an early failure comes at once), BATCH_CHARS, or the first was held BATCH_WINDOW_S (also checked by
-    ``CallAlarm``), before any other frame (``send``), at once after a "digesting" word and at the end. A dying
-    worker's held results are lost: the parent runs those calls again."""
+    """The outcomes of a worker's calls, held and sent together in one write: the values of consecutive calls that
+    returned as one run (``{"k": "returned", "i": first, "v": [...], "ns": [...]}``), the frame of each call that did
+    not as it is (``ended``; where the parent judges results ``early``, sent at once after what is held, so that it
+    hears of a failure at once). Sent once BATCH_CALLS are held (one unless ``batched``; where ``early``, 1, doubled
+    after each send), BATCH_CHARS, or the first was held BATCH_WINDOW_S (also checked by ``CallAlarm``), before any
+    other frame (``send``), at once after a "digesting" word and at the end. A dying worker's held results are lost:
+    the parent runs those calls again."""
 
     def __init__(self, channel, batched, early=True):
         self.largest = BATCH_CALLS if batched else 1  # calls held before a send: at most, and (limit) now
-        self.limit = 1 if early else self.largest
+        self.limit, self.early = 1 if early else self.largest, early
         self.channel, self.held, self.first, self.chars, self.since, self.digested = channel, [], 0, 0, 0.0, None
+        self.ended_held = 0  # frames of calls that did not return among those held
         self.clock = time.monotonic  # bound now: a candidate may patch the time module
 
     def returned(self, index, text, nanoseconds):
-        """Hold call ``index``'s value, as JSON ``text`` (the calls held are those just before it)."""
+        """Hold call ``index``'s value, as JSON ``text`` (the calls held are those just before it), or, with
+        ``nanoseconds`` None, its whole frame (``ended``)."""
         if not self.held:
             self.first, self.since, self.chars = index, self.clock(), 0
         self.held.append((text, nanoseconds))  # one append: a MemoryError leaves no value without its time
@@ -64,10 +76,19 @@ class Results:
                 or self.clock() - self.since >= BATCH_WINDOW_S):
             self.flush()
 
+    def ended(self, frame):
+        """Hold the frame of a call that did not return (made JSON first), or send it after what is held where the
+        parent judges results ``early``."""
+        if self.early:
+            return self.send(frame)
+        text = self.channel.to_json(frame)
+        self.ended_held += 1
+        self.returned(frame["i"], text, None)
+
     def drop(self, index):
         """Forget call ``index`` where it is the last held (its run's send failed: another frame says what it did)."""
         if self.held and self.first + len(self.held) - 1 == index:
-            self.held.pop()
+            self.ended_held -= self.held.pop()[1] is None
 
     def send(self, frame):
         """Send ``frame`` after the results held (made JSON first: an unserialisable value raises)."""
@@ -78,6 +99,30 @@ class Results:
 
     def flush(self):
         if self.held:  # emptied once sent: a send that fails (near the candidate's limits) keeps them
-            self.channel.send_text(f'{{"k":"returned","i":{self.first},"v":[{",".join([t for t, _ in self.held])}],'
-                                   f'"ns":[{",".join([str(ns) for _, ns in self.held])}]}}')
-            self.held, self.limit = [], min(2 * self.limit, self.largest)
+            if self.ended_held:
+                self.channel.send_texts(self._frames())
+            else:
+                self.channel.send_text(_run(self.first, self.held))
+            self.held, self.ended_held, self.limit = [], 0, min(2 * self.limit, self.largest)
+
+    def _frames(self):
+        """The frames of the calls held: each run of values as one, each other call's frame as it is."""
+        frames, run, start = [], [], self.first
+        for offset, (text, nanoseconds) in enumerate(self.held):
+            if nanoseconds is not None:
+                start = start if run else self.first + offset
+                run.append((text, nanoseconds))
+                continue
+            if run:
+                frames.append(_run(start, run))
+                run = []
+            frames.append(text)
+        if run:
+            frames.append(_run(start, run))
+        return frames
+
+
+def _run(first, held):
+    """The "returned" frame of the values ``held`` (JSON text and nanoseconds each), from call ``first`` on."""
+    return (f'{{"k":"returned","i":{first},"v":[{",".join([t for t, _ in held])}],'
+            f'"ns":[{",".join([str(ns) for _, ns in held])}]}}')

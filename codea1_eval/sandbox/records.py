@@ -65,8 +65,9 @@ class Program:
     while the other workers idle. ``digest_strings_over``: a returned str longer than this comes back as a digest (equal
     exactly where the strings are ==), not sent whole; None: every str is sent. ``fresh_process_at``: the calls from
     this index on start in a process that has not run the calls before it (evalplus runs a task's base and plus inputs
-    in two processes, each loading the program afresh): a worker that runs calls on both sides forks before loading the
-    program, its child runs the calls before the index and exits, then it loads and runs the rest. ``part_time_limits``:
+    in two processes, each loading the program afresh): a worker that runs calls on both sides compiles the program,
+    then forks before loading it, its child loads it and runs the calls before the index and exits, then it loads it
+    and runs the rest. ``part_time_limits``:
     the wall-clock seconds each part (before ``fresh_process_at``, from it) may take, counted from when the harness
     first waits on a call of the part; calls left when one runs out are TIMEOUT, and the next part still runs (evalplus
     kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s without its fast check).

@@ -7,7 +7,7 @@ namespace's first process, so everything in there ends when it does; it reaps wh
 candidate's orphans) and gives each worker namespaces of its own (``namespaces.py``).
 """
 
-import _signal  # not signal, whose wrappers convert to enums: code whose pages every forked worker would copy
+import _signal  # not signal's wrappers, which convert to and from enums: code whose pages each forked worker copies
 import gc
 import json
 import os

@@ -15,10 +15,11 @@ setup ``{"landlock": {...} | None, "fence": bytes | None, "private_tmp": folder 
 the parent validates every frame): ``{"k": "hello"}``, then ``{"k": "loading"}`` as the candidate's code is about to
 run (or instead a ``{"k": "load", "s": "sandbox"}`` where the worker could not fork: no candidate code ran before
 either, so the parent trusts them), ``{"k": "ready"}`` or ``{"k": "load", "s": status, "e": error}`` (a second pair
-from the worker's own process once the child is done, where it forked), then the values of calls that returned in runs
-(``{"k": "returned", "i": first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``channel.Results``; small runs first where
-``early``), ``{"k": "call", "i": index, "s": status, "e": error, "ns": nanoseconds}`` for a call that did not, a
-``{"k": "digesting", "i": index}`` before the digest of a value too large to send (or a str over ``long_str``), an
+from the worker's own process once the child is done, where it forked), then the values of calls that returned in
+runs (``{"k": "returned", "i": first, "v": [value, ...], "ns": [nanoseconds, ...]}``, ``channel.Results``; small runs
+first where ``early``), ``{"k": "call", "i": index, "s": status, "e": error, "ns": nanoseconds}`` for a call that did
+not (held with them and sent in the same write, or at once where ``early``), a ``{"k": "digesting", "i": index}``
+before the digest of a value too large to send (or a str over ``long_str``), an
 ``{"k": "alarm", "i": index}`` as evalplus' alarm ends a call (``alarm.py``: the candidate may catch it). Before each
 call the worker writes its index on the progress page. Values: JSON, tagged containers (``encode``). Expected outputs
 never enter this process (a forged frame needs the right answer)."""
@@ -176,7 +177,8 @@ _LOADED = {}  # loaded(name), by name
 
 def loaded(name):
     """The harness's script ``name``.py beside this one, loaded once (a template loads them before forking):
-    ``confine`` (Landlock, rlimits, stdio; the policy's fixed paths opened, ``PREOPENED``) and ``input_lists``."""
+    ``confine`` (Landlock, rlimits, stdio; the policy's fixed paths opened, ``PREOPENED``), ``input_lists``, ``alarm``
+    and ``channel``."""
     if name not in _LOADED:
         _LOADED[name] = sibling(name)
     return _LOADED[name]
@@ -212,8 +214,8 @@ def main(result_fd, stream, progress_fd=None):
     the job and run it, publishing the call in progress on ``progress_fd`` (a forked worker's, from its template; a
     fresh worker inherits the harness's, numbered in the setup). A spare worker waits for its job confined."""
     setup = pickle.load(stream)
-    frames = loaded("channel")
-    channel = frames.Channel(result_fd)
+    protocol = loaded("channel")
+    channel = protocol.Channel(result_fd)
     progress_fd = setup["progress_fd"] if progress_fd is None else progress_fd
     call_index = memoryview(mmap.mmap(progress_fd, 8)).cast("q")  # the parent's session.Progress: each call's index
     os.close(progress_fd)
@@ -235,8 +237,8 @@ def main(result_fd, stream, progress_fd=None):
     job = pickle.load(stream)
     stream.close()  # the job pipe: nothing more comes, and the candidate gets no descriptor of it
     confining.apply_limits(job["limits"])
-    alarm = alarms.CallAlarm(results := frames.Results(channel, job["batch"], job["early"]), call_index,
-                             frames.BATCH_WINDOW_S)
+    alarm = alarms.CallAlarm(results := protocol.Results(channel, job["batch"], job["early"]), call_index,
+                             protocol.BATCH_WINDOW_S)
     CallTimeout = alarms.CallTimeout  # what the alarm raises (its evalplus kind included)
     quoted = json.encoder.encode_basestring_ascii  # bound before the candidate loads, as the channel's encoder
     if job["guard"]:  # as in evalplus' process: its recursion depth, Python's int-to-str limit and its guard, set once
@@ -245,15 +247,14 @@ def main(result_fd, stream, progress_fd=None):
         sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
         lists.reliability_guard()
     began = time.monotonic()
-    try:  # once, before the lists' fork (both processes run this code object), and from this frame, as evalplus
-        # compiles (in exec) from the frame it calls from: the compiler's nesting allowance depends on the depth
-        alarm.start(job["load_time_limit"])
-        try:
-            compiled = compile(job["code"], "<candidate>", "exec")
-        finally:
-            alarm.stop()
-    except BaseException as exc:  # raised where each list's process loads the program, as its own compile would
-        compiled = exc
+    try:  # once, before the lists' fork (the base list's child runs this code object too), and here in main's own frame
+        # (keep it here), as evalplus compiles in the frame it calls from: 3.11's compiler allows nesting by the depth.
+        # compile() is one C call that no alarm interrupts: one past the load's time ends the load as it returns.
+        code, compile_error = compile(job["code"], "<candidate>", "exec"), None
+        if time.monotonic() - began >= job["load_time_limit"]:
+            compile_error = CallTimeout()
+    except BaseException as exc:  # raised where a process loads the program, as its own compile would have raised it
+        code, compile_error = None, exc
     load_time_left = job["load_time_limit"] - (time.monotonic() - began)  # for each process's exec
     try:
         first, end, done = lists.fresh_process_at(job["fresh_at"], job["start"], job["stop"], confining.fork_bare)
@@ -267,11 +268,11 @@ def main(result_fd, stream, progress_fd=None):
     namespace = candidate.__dict__
     channel.send({"k": "loading"})  # the candidate's code runs from here: any frame before this one is the worker's
     try:
-        if isinstance(compiled, BaseException):
-            raise compiled
+        if compile_error is not None:
+            raise compile_error
         alarm.start(load_time_left)
         try:
-            exec(compiled, namespace)
+            exec(code, namespace)
         finally:
             alarm.stop()
         function = namespace[job["entry_point"]] if job["entry_point"] else None
@@ -316,11 +317,11 @@ def main(result_fd, stream, progress_fd=None):
             if not issubclass(type(exc), CallTimeout):
                 frame.update(s="fail" if issubclass(type(exc), AssertionError) else "error", e=_describe(exc))
         try:  # sent after the call's own try, so a failed send is never taken for the call's error
-            results.send(frame) if frame is not None else results.returned(
+            results.ended(frame) if frame is not None else results.returned(
                 index, text if text is not None else results.channel.to_json(value), nanoseconds)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             results.drop(index)
-            results.send({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
+            results.ended({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
                           "ns": nanoseconds if frame is None else frame.get("ns", 0)})
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()

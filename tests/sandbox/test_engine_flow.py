@@ -361,14 +361,18 @@ def test_the_second_load_has_the_load_time_limit_not_the_first_plus_calls():
     assert [c.status for c in result.calls] == ["returned"] * 3 and result.status == "ok"
 
 
-def test_a_program_that_does_not_compile_fails_the_load_of_each_input_list_with_the_compilers_error():
-    """Compiled once, before the fork that gives the first list a process of its own: each list's load raises what the
-    compile raised, as evalplus' separate processes each fail to compile it."""
+@pytest.mark.parametrize("split", [None, 1], ids=["one list", "two lists"])
+def test_a_program_that_does_not_compile_fails_its_load_with_the_compilers_error(split):
+    """Compiled once in the worker, before any fork for the first list's process: the process that loads the program
+    first (the worker itself, or its child for the first list) raises what the compile raised, and the load error
+    fails every call, as a program that does not compile fails each of evalplus' processes."""
     program = Program("def f(x):\n    return x +\n", "f", calls=[(0,), (1,), (2,)], time_limits=[1.0] * 3,
-                      fresh_process_at=1)
+                      fresh_process_at=split)
     result = run_program(program)
-    assert [c.status for c in result.calls] == ["error"] * 3
+    assert [(c.status, c.error) for c in result.calls] == [
+        ("error", "SyntaxError: invalid syntax (<candidate>, line 2)")] * 3
     assert result.status == "load_error" and result.error == "SyntaxError: invalid syntax (<candidate>, line 2)"
+    assert result.workers == 1
 
 
 FAILS_TO_LOAD_THE_SECOND_TIME = LOADS_SLOWLY_THE_SECOND_TIME.replace("time.sleep(1.5)", "raise ValueError('again')")

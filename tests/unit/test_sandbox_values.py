@@ -35,7 +35,7 @@ def _load_worker():
 
 
 worker = _load_worker()
-frames = worker.loaded("channel")  # the worker's side of the frame protocol, as the worker loads it
+protocol = worker.loaded("channel")  # the worker's side of the frame protocol, as the worker loads it
 
 
 def wire(value):
@@ -461,7 +461,7 @@ def test_value_through_channel_frame_reader_and_call_result():
     read_fd, write_fd = os.pipe()
     try:
         value = {(1, 2): [1.5, math.inf], "s": {b"\x00"}, "n": np.int32(7)}
-        frames.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "ns": 250_000_000})
+        protocol.Channel(write_fd).send({"k": "call", "i": 4, "s": "ok", "v": worker.encode(value), "ns": 250_000_000})
         frame = session.FrameReader(read_fd).next_frame(time.monotonic() + 5)
         result = engine._call_result(frame, 4)
         assert (result.status, result.value, result.duration) == (engine.RETURNED, value, 0.25)
@@ -478,7 +478,7 @@ def test_a_run_of_results_through_the_pipe_comes_out_call_by_call():
     them back one by one as call frames, then the frame of a call that did not return, sent after them."""
     read_fd, write_fd = os.pipe()
     try:
-        results = frames.Results(frames.Channel(write_fd), True, early=False)
+        results = protocol.Results(protocol.Channel(write_fd), True, early=False)
         for index, value in enumerate([7, "seven", [7.5, None]]):
             results.returned(index + 3, results.channel.to_json(worker.encode(value)), 500_000_000)
         results.send({"k": "call", "i": 6, "s": "error", "e": "ValueError: 6", "ns": 0})
@@ -501,6 +501,7 @@ def _runs_sent(results):
         frame = json.loads(text)
         sent.append(list(range(frame["i"], frame["i"] + len(frame["v"]))) if frame["k"] == "returned" else [frame["i"]])
     results.channel.send_text = record
+    results.channel.send_texts = lambda texts: [record(text) for text in texts]
     results.clock = lambda: 0.0  # no batch window passes
     return sent
 
@@ -508,17 +509,17 @@ def _runs_sent(results):
 def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_once_after_them():
     """A worker's first result goes alone (a fail-fast parent stops a list at its first failure without waiting
     for a batch), each later run is twice the last up to BATCH_CALLS, and an error is sent after what is held."""
-    results = frames.Results(frames.Channel(-1), True)
+    results = protocol.Results(protocol.Channel(-1), True)
     sent = _runs_sent(results)
     for index in range(8):
         results.returned(index, str(index), 0)
-    results.send({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "ns": 0})
+    results.ended({"k": "call", "i": 8, "s": "error", "e": "ValueError: 8", "ns": 0})
     assert sent == [[0], [1, 2], [3, 4, 5, 6], [7], [8]]
     assert (results.limit, results.held) == (16, [])
     for index in range(9, 12):  # a run of 16 calls, sent after 3 as their JSON passes BATCH_CHARS
-        results.returned(index, '"' + "x" * (frames.BATCH_CHARS // 3) + '"', 0)
+        results.returned(index, '"' + "x" * (protocol.BATCH_CHARS // 3) + '"', 0)
     assert sent[5:] == [[9, 10, 11]] and results.held == []
-    unbatched = frames.Results(frames.Channel(-1), False)
+    unbatched = protocol.Results(protocol.Channel(-1), False)
     sent = _runs_sent(unbatched)
     for index in range(3):
         unbatched.returned(index, str(index), 0)
@@ -528,7 +529,7 @@ def test_runs_start_at_one_call_double_and_a_call_that_did_not_return_goes_at_on
 def test_a_digested_value_goes_at_once_and_a_call_whose_run_could_not_go_is_dropped_before_its_error():
     """The parent waits for a digested value alone (its hashing time), so it is not held for a run; and where a run's
     send failed, the error frame that then says what became of the last call is the only word of it."""
-    results = frames.Results(frames.Channel(-1), True, early=False)
+    results = protocol.Results(protocol.Channel(-1), True, early=False)
     sent = _runs_sent(results)
     results.returned(0, "0", 0)
     results.send({"k": "digesting", "i": 1})
@@ -544,16 +545,58 @@ def test_a_digested_value_goes_at_once_and_a_call_whose_run_could_not_go_is_drop
 
 def test_results_no_one_judges_early_go_in_full_runs_from_the_first_call():
     """Where the parent judges a list only at its end (no ``next_call``), the first run is already BATCH_CALLS:
-    300 calls come in two frames (256, then 44 at the end), not nine; a call that did not return still goes at once."""
-    results = frames.Results(frames.Channel(-1), True, early=False)
+    300 calls come in two frames (256, then 44 at the end), not nine; a call that did not return is held with them,
+    counts towards the run's size, and ends the run it comes after; dropped, it is forgotten."""
+    results = protocol.Results(protocol.Channel(-1), True, early=False)
     sent = _runs_sent(results)
     for index in range(300):
         results.returned(index, str(index), 0)
     results.flush()
     assert [len(run) for run in sent] == [256, 44] and sent[1][-1] == 299
     results.returned(300, "300", 0)
-    results.send({"k": "call", "i": 301, "s": "timeout", "ns": 0})
-    assert sent[2:] == [[300], [301]]
+    results.ended({"k": "call", "i": 301, "s": "timeout", "ns": 0})
+    results.returned(302, "302", 0)
+    assert sent[2:] == [] and results.ended_held == 1
+    results.flush()
+    assert sent[2:] == [[300], [301], [302]] and (results.held, results.ended_held) == ([], 0)
+    for index in range(303, 303 + 255):
+        results.ended({"k": "call", "i": index, "s": "error", "e": "ValueError: x", "ns": 0})
+    results.returned(558, "558", 0)  # the 256th held
+    assert sent[5:] == [[index] for index in range(303, 558)] + [[558]] and results.held == []
+    results.ended({"k": "call", "i": 559, "s": "error", "e": "MemoryError: ", "ns": 0})
+    results.drop(559)
+    results.returned(559, "559", 0)
+    assert results.ended_held == 0
+    results.flush()
+    assert sent[-1] == [559]
+
+
+def test_where_no_one_judges_early_a_call_that_did_not_return_goes_in_one_write_with_the_runs_around_it():
+    """Held with the values (no write per failing call): one write, read back call by call in order, each call's
+    status, value, error and time as the worker gave them."""
+    read_fd, write_fd = os.pipe()
+    try:
+        results = protocol.Results(protocol.Channel(write_fd), True, early=False)
+        writes = []
+        results.channel.write = lambda fd, data: writes.append(len(data)) or os.write(fd, data)
+        results.returned(3, "7", 500_000_000)
+        results.ended({"k": "call", "i": 4, "s": "error", "e": "ValueError: 4", "ns": 1000})
+        results.returned(5, '"seven"', 250_000_000)
+        results.returned(6, "8", 250_000_000)
+        results.ended({"k": "call", "i": 7, "s": "timeout", "ns": 2000})
+        assert writes == []
+        results.flush()
+        assert len(writes) == 1
+        reader = session.FrameReader(read_fd)
+        calls = [engine._call_result(reader.next_frame(time.monotonic() + 5), index) for index in range(3, 8)]
+        assert [(c.status, c.value, c.error, c.duration) for c in calls] == [
+            (engine.RETURNED, 7, None, 0.5), (engine.ERROR, None, "ValueError: 4", 1e-6),
+            (engine.RETURNED, "seven", None, 0.25), (engine.RETURNED, 8, None, 0.25),
+            (engine.TIMEOUT, None, "per-call time limit exceeded", 2e-6)]
+        assert reader.run is None and reader.received() is None
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 def test_hashing_time_goes_only_where_the_expected_value_is_a_digest_and_for_a_str_one_second():
