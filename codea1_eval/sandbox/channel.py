@@ -1,6 +1,7 @@
 """A worker's side of the frame protocol (``worker.py`` loads this script; like the worker, it imports only the
-standard library): length-prefixed JSON frames on the result pipe (``Channel``), and the values of calls that returned,
-held and sent in runs (``Results``). The protocol itself is described in ``worker.py``."""
+standard library): length-prefixed JSON frames on the result pipe (``Channel``), and the outcomes of calls, held and
+sent together: the values of calls that returned in runs, the frames of the others as they are (``Results``). The
+protocol itself is described in ``worker.py``."""
 
 import json
 import os

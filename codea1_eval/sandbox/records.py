@@ -67,10 +67,10 @@ class Program:
     this index on start in a process that has not run the calls before it (evalplus runs a task's base and plus inputs
     in two processes, each loading the program afresh): a worker that runs calls on both sides compiles the program,
     then forks before loading it, its child loads it and runs the calls before the index and exits, then it loads it
-    and runs the rest. ``part_time_limits``:
-    the wall-clock seconds each part (before ``fresh_process_at``, from it) may take, counted from when the harness
-    first waits on a call of the part; calls left when one runs out are TIMEOUT, and the next part still runs (evalplus
-    kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s without its fast check).
+    and runs the rest. ``part_time_limits``: the wall-clock seconds each part (before ``fresh_process_at``, from it) may
+    take, counted from when the harness first waits on a call of the part; calls left when one runs out are TIMEOUT,
+    and the next part still runs (evalplus kills an input list's process at min(60 s, the sum of its limits) + 2 s, 3 s
+    without its fast check).
     ``reliability_guard``: the worker applies evalplus' ``reliability_guard`` before it loads the program (``open``,
     ``exit``, ``os.remove`` and the like set to None outside imports, ``resource`` unimportable: ``input_lists.py``),
     and gives the program the recursion depth and the int-to-str digit limit (Python's 4300) of evalplus' process
