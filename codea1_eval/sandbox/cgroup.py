@@ -15,6 +15,9 @@ import time
 import uuid
 from pathlib import Path
 
+from codea1_eval.sandbox.owners import owner_tag
+
+PREFIX = "codea1-"
 _CANDIDATE_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
 
@@ -39,13 +42,13 @@ def available() -> bool:
 
 
 class PidsCgroup:
-    """A throw-away cgroup holding one worker and everything it spawns."""
+    """A throw-away cgroup holding one worker and everything it spawns: ``codea1-<owner tag>-<random>`` in the pids
+    hierarchy, named after the harness that made it (``owners.py``), so that another can remove it once that one is
+    gone (``sweep.py``)."""
 
-    def __init__(self, root: Path, max_pids: int):
-        self.path = root / f"codea1-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.path.mkdir()
-        self._procs = str(self.path / "cgroup.procs")
-        _write(self.path / "pids.max", b"%d" % max_pids)
+    def __init__(self, path: Path):
+        self.path = path
+        self._procs = str(path / "cgroup.procs")
 
     @classmethod
     def create(cls, max_pids: int) -> "PidsCgroup | None":
@@ -53,10 +56,20 @@ class PidsCgroup:
         root = _writable_root()
         if root is None:
             return None
+        path = root / f"{PREFIX}{owner_tag()}-{uuid.uuid4().hex[:12]}"
         try:
-            return cls(root, max_pids)
+            path.mkdir()
         except OSError:
             return None
+        try:
+            _write(path / "pids.max", b"%d" % max_pids)
+        except OSError:
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+            return None
+        return cls(path)
 
     def add(self, pid: int) -> None:
         _write(self._procs, b"%d" % pid)
@@ -93,6 +106,20 @@ class PidsCgroup:
         except OSError:
             pass
         return emptied
+
+
+def owned_cgroups() -> list[Path]:
+    """The cgroups in the pids hierarchy that some harness made for its workers (none where there is no hierarchy)."""
+    root = _writable_root()
+    try:
+        return [] if root is None else [root / name for name in os.listdir(root) if name.startswith(PREFIX)]
+    except OSError:
+        return []
+
+
+def owner_of(path: Path) -> str:
+    """The owner tag in a cgroup's name (``PidsCgroup``)."""
+    return path.name[len(PREFIX):].rpartition("-")[0]
 
 
 def _write(path, data: bytes) -> None:

@@ -52,6 +52,7 @@ from codea1_eval.sandbox import cgroup
 from codea1_eval.sandbox.forked_worker import ForkedWorker, pid_of
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.landlock import DEVICES, SCOPE_ABI, abi_in_force, kernel_abi, readable_folders, worker_fence
+from codea1_eval.sandbox.owners import folder_prefix
 from codea1_eval.sandbox.process_traits import process_traits
 from codea1_eval.sandbox.switches import read_switch
 
@@ -87,7 +88,7 @@ class Template:
 
     def __init__(self, isolation: str = "process", hidden: Sequence[str] = ()) -> None:
         command = [sys.executable, "-I", "-S", str(WORKER_SCRIPT), "--serve", "FD", json.dumps(fixed_policy_paths())]
-        self.workroot = None if isolation == "process" else Path(tempfile.mkdtemp(prefix="codea1_workers_"))
+        self.workroot = None if isolation == "process" else Path(tempfile.mkdtemp(prefix=folder_prefix("codea1_workers_")))
         # The folders its mounts cover, held open: one removed since is seen (and its inode's number kept from reuse)
         self.covered = [] if self.workroot is None else _open_folders(hidden)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

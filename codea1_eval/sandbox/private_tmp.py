@@ -81,14 +81,17 @@ def supported() -> bool:
 
 
 def remove_layers(layers) -> None:
-    """Delete a worker's overlay layers, folders of mode 000 included (the kernel leaves ``work/work``
-    so, and a candidate may leave its own so in ``upper``)."""
+    """Delete a worker's overlay layers (or any folder), folders of mode 000 included (the kernel leaves
+    ``work/work`` so, and a candidate may leave its own so in ``upper``). A symbolic link is removed, never followed:
+    its target is the candidate's choice (``os.walk`` lists a link to a folder among the folders)."""
     import shutil
 
     for folder, subfolders, _ in os.walk(layers):  # top-down: each folder opened before it is entered
         for name in subfolders:
+            path = os.path.join(folder, name)
             try:
-                os.chmod(os.path.join(folder, name), 0o700)
+                if not os.path.islink(path):  # the candidate's processes are gone: nothing swaps it for a link now
+                    os.chmod(path, 0o700)
             except OSError:
                 pass
     shutil.rmtree(layers, ignore_errors=True)

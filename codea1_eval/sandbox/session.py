@@ -24,7 +24,9 @@ from codea1_eval.sandbox.forkserver import WORKER_SCRIPT, Template, scrubbed_env
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import worker_fence, worker_policy
+from codea1_eval.sandbox.owners import folder_prefix
 from codea1_eval.sandbox.records import Program, SandboxLimits
+from codea1_eval.sandbox.sweep import sweep_once
 from codea1_eval.sandbox.values import ProtocolViolation, ReturnedRun, parse_frame
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -169,12 +171,13 @@ class WorkerSession:
     def __init__(self, limits: SandboxLimits, hidden: list[Path]):
         self.limits = limits
         self.batched = True
+        sweep_once()  # what killed harnesses left, before this harness's first worker
         template = template_for(limits.isolation, limits.grants, hidden)
-        self.workdir = Path(tempfile.mkdtemp(prefix="codea1_sbx_", dir=template and template.workroot))
+        self.workdir = Path(tempfile.mkdtemp(prefix=folder_prefix("codea1_sbx_"), dir=template and template.workroot))
         self.tmp_layers = self.progress = self.stderr = None
         try:
             if private_tmp.wanted(limits.isolation, limits.grants):
-                self.tmp_layers = tempfile.mkdtemp(prefix="codea1_tmp_")
+                self.tmp_layers = tempfile.mkdtemp(prefix=folder_prefix("codea1_tmp_"))
             self.landlock = worker_policy(limits.isolation, self.workdir, limits.grants)
             self.progress = Progress()
             # in memory (as the progress page): an unnamed file in /tmp costs an inode each worker, and ext4

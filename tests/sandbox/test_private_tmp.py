@@ -62,3 +62,29 @@ def test_without_the_grant_the_worker_keeps_the_machines_tmp_unwritable():
     result = Executor(SandboxLimits(), parallel=1).run(program)
     assert result.calls[0].status == ERROR and "Permission denied" in result.calls[0].error
     assert not Path(f"/tmp/codea1_fixed_{token}").exists()
+
+
+LINK_IN_TMP = """
+import os
+def f(victim, name):
+    os.symlink(victim, "/tmp/" + name)  # in the worker's own upper layer, which the harness deletes afterwards
+    os.mkdir("/tmp/" + name + "_shut")
+    os.chmod("/tmp/" + name + "_shut", 0)
+    return os.path.isdir("/tmp/" + name)
+"""
+
+
+@pytest.mark.skipif(not private_tmp.supported(), reason="no mount namespace on this machine")
+def test_a_link_left_in_the_private_tmp_is_removed_without_touching_its_target(monkeypatch, tmp_path,
+                                                                                 tmp_path_factory):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the workers' folders and layers: only ours here
+    victim = tmp_path_factory.mktemp("victim")
+    victim.chmod(0o755)
+    name = f"codea1_link_{uuid.uuid4().hex}"
+    program = Program(LINK_IN_TMP, "f", calls=[(str(victim), name)], time_limits=[10.0])
+    result = Executor(SandboxLimits(grants=("tmp",)), parallel=1).run(program)
+    assert (result.calls[0].status, result.calls[0].value) == (RETURNED, True), result.calls[0].error
+    # The harness removed the layers, the folder of mode 000 included, and left the link's target as it was
+    # (it used to make every folder it found there 0700 before removing it, following links).
+    assert oct(victim.stat().st_mode & 0o7777) == "0o755" and victim.is_dir()
+    assert os.listdir(tmp_path) == [] and not Path("/tmp", name).exists()
