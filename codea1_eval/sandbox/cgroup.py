@@ -95,6 +95,8 @@ class PidsCgroup:
                 emptied = True
                 break
             for pid in members:
+                if pid <= 0:  # cgroup v2 lists a member of another pid namespace as 0: os.kill(0) is our own group
+                    continue
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:

@@ -35,7 +35,6 @@ import contextlib
 import functools
 import json
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -54,6 +53,7 @@ from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.landlock import DEVICES, SCOPE_ABI, abi_in_force, kernel_abi, readable_folders, worker_fence
 from codea1_eval.sandbox.owners import folder_prefix
 from codea1_eval.sandbox.process_traits import process_traits
+from codea1_eval.sandbox.removal import remove_folder
 from codea1_eval.sandbox.switches import read_switch
 
 SWITCH = "CODEA1_FORKSERVER"
@@ -244,7 +244,7 @@ class Template:
             os.close(fd)
         self.covered = []
         if self.workroot is not None:
-            shutil.rmtree(self.workroot, ignore_errors=True)
+            remove_folder(self.workroot)
 
 
 def _open_folders(paths: Sequence[str]) -> list[tuple[str, int]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import os
 
+MAX_PID = 1 << 22
+"""Linux's largest pid (``PID_MAX_LIMIT`` on 64-bit machines): a larger number in a name is no one's."""
 FOLDER_KINDS = ("codea1_sbx_", "codea1_tmp_", "codea1_workers_")
 """A worker's folder, its private /tmp's overlay layers, a ``bwrap`` template's folder of workers' folders: each made
 by ``tempfile.mkdtemp(prefix=folder_prefix(kind))`` in the temporary folder."""
@@ -44,7 +46,9 @@ def owner_gone(tag: str | None) -> bool:
     """Whether ``tag`` names a process of this pid namespace that no longer exists (False for anything else: a live
     process, another namespace, a name from before owners were named)."""
     namespace, _, pid = (tag or "").partition(".")
-    if namespace != _pid_namespace() or namespace == "0" or not pid.isdigit():
+    if namespace != _pid_namespace() or namespace == "0" or not (pid.isascii() and pid.isdigit()):
+        return False
+    if not 0 < int(pid) <= MAX_PID:
         return False
     try:
         os.kill(int(pid), 0)

@@ -67,8 +67,11 @@ def supported() -> bool:
     import subprocess
     import tempfile
 
+    from codea1_eval.sandbox.owners import folder_prefix  # the harness's side only: workers load this file alone
+    from codea1_eval.sandbox.removal import remove_folder
+
     try:
-        layers = tempfile.mkdtemp(prefix="codea1_tmp_probe_")
+        layers = tempfile.mkdtemp(prefix=folder_prefix("codea1_tmp_"))
     except OSError:
         return False
     try:
@@ -77,24 +80,7 @@ def supported() -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     finally:
-        remove_layers(layers)
-
-
-def remove_layers(layers) -> None:
-    """Delete a worker's overlay layers (or any folder), folders of mode 000 included (the kernel leaves
-    ``work/work`` so, and a candidate may leave its own so in ``upper``). A symbolic link is removed, never followed:
-    its target is the candidate's choice (``os.walk`` lists a link to a folder among the folders)."""
-    import shutil
-
-    for folder, subfolders, _ in os.walk(layers):  # top-down: each folder opened before it is entered
-        for name in subfolders:
-            path = os.path.join(folder, name)
-            try:
-                if not os.path.islink(path):  # the candidate's processes are gone: nothing swaps it for a link now
-                    os.chmod(path, 0o700)
-            except OSError:
-                pass
-    shutil.rmtree(layers, ignore_errors=True)
+        remove_folder(layers)
 
 
 if __name__ == "__main__":  # the probe: exit 0 when a private /tmp can be mounted here

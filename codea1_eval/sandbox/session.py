@@ -7,7 +7,6 @@ import mmap
 import os
 import pickle
 import select
-import shutil
 import signal
 import struct
 import subprocess
@@ -26,6 +25,7 @@ from codea1_eval.sandbox import private_tmp
 from codea1_eval.sandbox.landlock import worker_fence, worker_policy
 from codea1_eval.sandbox.owners import folder_prefix
 from codea1_eval.sandbox.records import Program, SandboxLimits
+from codea1_eval.sandbox.removal import remove_folder
 from codea1_eval.sandbox.sweep import sweep_once
 from codea1_eval.sandbox.values import ProtocolViolation, ReturnedRun, parse_frame
 
@@ -307,6 +307,6 @@ class WorkerSession:
             self.stderr.close()
         if self.progress is not None:
             self.progress.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        remove_folder(self.workdir)
         if self.tmp_layers is not None:
-            private_tmp.remove_layers(self.tmp_layers)
+            remove_folder(self.tmp_layers)

@@ -31,6 +31,7 @@ from codea1_eval.sandbox.engine import (RETURNED, SANDBOX_ERROR, TIMEOUT, ExecRe
                                        run_program)
 from codea1_eval.sandbox.landlock import protections
 from codea1_eval.sandbox.process_traits import process_traits
+from codea1_eval.sandbox.removal import remove_folder
 
 EXPECTED = 43  # the honest answer to f(42); an attack that is judged passing has fooled the harness
 PROBE_TIME_LIMIT = 1.0
@@ -84,7 +85,7 @@ class World:
         if self.bystander.poll() is None:
             self.bystander.kill()
         self.bystander.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_folder(self.root)
 
 
 @dataclass(frozen=True)

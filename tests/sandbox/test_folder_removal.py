@@ -1,0 +1,118 @@
+"""What a candidate leaves in its folder is removed with the folder, whatever it is (``sandbox/removal.py``): folders
+nested thousands deep (``shutil.rmtree`` raised ``RecursionError`` there, out of the executor), folders of mode 000,
+links to folders outside, which are deleted and never followed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from codea1_eval.sandbox import forkserver
+from codea1_eval.sandbox.engine import RETURNED, Executor, Program, SandboxLimits
+from codea1_eval.sandbox.removal import MAX_DEPTH, remove_folder
+
+from .box import ISOLATIONS
+
+# In its own folder (the worker's working folder): a link to the victim folder, a folder of mode 000 with a file in
+# it, then 3,000 folders one inside the other, a file at the bottom.
+NESTS = """
+import os
+def nest(victim, depth):
+    os.symlink(victim, "victim")
+    os.mkdir("shut")
+    open("shut/data", "w").write("x")
+    os.chmod("shut", 0)
+    for _ in range(depth):
+        os.mkdir("d")
+        os.chdir("d")
+    open("bottom", "w").write("x")
+    return depth
+"""
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_folder_nested_thousands_deep_is_removed_and_the_next_program_runs(isolation, monkeypatch, tmp_path,
+                                                                              tmp_path_factory):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the workers' folders (and a new template's): only ours
+    forkserver.shutdown()  # a bwrap template started here makes its workers' folders in a folder under tmp_path
+    victim = tmp_path_factory.mktemp("victim")
+    (victim / "inner").mkdir(mode=0o755)
+    victim.chmod(0o755)
+    executor = Executor(SandboxLimits(isolation=isolation), parallel=1)
+
+    nested = executor.run(Program(NESTS, "nest", calls=[(str(victim), 3000)], time_limits=[30.0]))
+    after = executor.run(Program("def add(a, b):\n    return a + b\n", "add", calls=[(1, 2)], time_limits=[5.0]))
+
+    assert (nested.calls[0].status, nested.calls[0].value) == (RETURNED, 3000), nested.calls[0].error
+    assert (after.calls[0].status, after.calls[0].value) == (RETURNED, 3)
+    left = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    assert all(name.startswith("codea1_workers_") for name in left) and len(left) <= 1, left  # a template's folder
+    forkserver.shutdown()
+    assert os.listdir(tmp_path) == []
+    assert [oct(path.stat().st_mode & 0o777) for path in (victim, victim / "inner")] == ["0o755", "0o755"]
+
+
+# Run without the power to enter any folder whatever its mode (a user namespace drops root's DAC override), so a
+# folder of mode 000 must be opened up before its contents can go: as for a harness that is not root.
+WITHOUT_DAC_OVERRIDE = """
+import os, sys
+from codea1_eval.sandbox.removal import remove_folder
+top = sys.argv[1]
+try:
+    os.listdir(os.path.join(top, "shut"))
+    print("entered a folder of mode 000")
+except PermissionError:
+    print(remove_folder(top), os.path.lexists(top))
+"""
+
+
+def _tree(top: Path, victim: Path, depth: int) -> None:
+    """Folders ``depth`` deep under ``top``, each with a file, a link to ``victim`` and a folder of mode 000 with a
+    file in it; the top one also of mode 000."""
+    folder = top
+    for level in range(depth):
+        folder.mkdir()
+        (folder / "file").write_text("x")
+        (folder / "victim").symlink_to(victim)
+        (folder / "shut").mkdir()
+        (folder / "shut" / "file").write_text("x")
+        (folder / "shut").chmod(0)
+        folder = folder / "d"
+    top.chmod(0)
+
+
+def test_folders_of_mode_000_are_opened_up_and_links_are_not_followed(tmp_path):
+    victim = tmp_path / "victim"
+    (victim / "inner").mkdir(parents=True)
+    for path in (victim, victim / "inner"):
+        path.chmod(0o755)
+    top = tmp_path / "top"
+    _tree(top, victim, 3 * MAX_DEPTH)  # deeper than the descriptors held: folders moved up on the way
+
+    removed = subprocess.run(["unshare", "--user", sys.executable, "-c", WITHOUT_DAC_OVERRIDE, str(top)],
+                             capture_output=True, text=True, timeout=60)
+
+    assert removed.stdout.split() == ["True", "False"], removed.stderr
+    assert not os.path.lexists(top)
+    assert sorted(os.listdir(tmp_path)) == ["victim"]
+    assert [oct(path.stat().st_mode & 0o777) for path in (victim, victim / "inner")] == ["0o755", "0o755"]
+
+
+def test_a_link_or_another_user_s_folder_is_left_alone(tmp_path):
+    victim = tmp_path / "victim"
+    (victim / "inner").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(victim)
+    theirs = tmp_path / "theirs"
+    (theirs / "inner").mkdir(parents=True)
+    os.chown(theirs, 65534, 65534)
+
+    assert remove_folder(link) is False and remove_folder(theirs, owner=os.geteuid()) is False
+    assert link.is_symlink() and (victim / "inner").is_dir() and (theirs / "inner").is_dir()
+    assert remove_folder(theirs) is True and not theirs.exists()
+    assert remove_folder(tmp_path / "never made") is True
