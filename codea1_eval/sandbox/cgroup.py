@@ -94,8 +94,13 @@ class PidsCgroup:
             if not members:
                 emptied = True
                 break
+            if min(members) <= 0:  # cgroup v2 lists a member of another pid namespace as 0: os.kill(0) is our own
+                try:  # group, so the cgroup kills them all itself (cgroup.kill, Linux >= 5.14)
+                    _write(self.path / "cgroup.kill", b"1")
+                except OSError:
+                    pass
             for pid in members:
-                if pid <= 0:  # cgroup v2 lists a member of another pid namespace as 0: os.kill(0) is our own group
+                if pid <= 0:
                     continue
                 try:
                     os.kill(pid, signal.SIGKILL)

@@ -5,6 +5,7 @@ links to folders outside, which are deleted and never followed."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,7 @@ import pytest
 
 from codea1_eval.sandbox import forkserver
 from codea1_eval.sandbox.engine import RETURNED, Executor, Program, SandboxLimits
-from codea1_eval.sandbox.removal import MAX_DEPTH, remove_folder
+from codea1_eval.sandbox.removal import MAX_DEPTH, remove_entry, remove_folder
 
 from .box import ISOLATIONS
 
@@ -72,25 +73,37 @@ except PermissionError:
 
 
 def _tree(top: Path, victim: Path, depth: int) -> None:
-    """Folders ``depth`` deep under ``top``, each with a file, a link to ``victim`` and a folder of mode 000 with a
-    file in it; the top one also of mode 000."""
+    """Folders ``depth`` deep under ``top``, each with a file, a link to ``victim``, a folder of mode 000 and one of
+    mode 0555 with a file in each; the top one also of mode 000."""
     folder = top
     for level in range(depth):
         folder.mkdir()
         (folder / "file").write_text("x")
         (folder / "victim").symlink_to(victim)
-        (folder / "shut").mkdir()
-        (folder / "shut" / "file").write_text("x")
-        (folder / "shut").chmod(0)
+        for shut, mode in (("shut", 0), ("read_only", 0o555)):
+            (folder / shut).mkdir()
+            (folder / shut / "file").write_text("x")
+            (folder / shut).chmod(mode)
         folder = folder / "d"
     top.chmod(0)
 
 
-def test_folders_of_mode_000_are_opened_up_and_links_are_not_followed(tmp_path):
+def _victim(tmp_path: Path) -> Path:
     victim = tmp_path / "victim"
     (victim / "inner").mkdir(parents=True)
     for path in (victim, victim / "inner"):
         path.chmod(0o755)
+    return victim
+
+
+def _modes(victim: Path) -> list[str]:
+    return [oct(path.stat().st_mode & 0o777) for path in (victim, victim / "inner")]
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or subprocess.run(["unshare", "--user", "true"]).returncode,
+                    reason="no user namespaces here (unshare --user)")
+def test_folders_of_mode_000_or_0555_are_opened_up_and_links_are_not_followed(tmp_path):
+    victim = _victim(tmp_path)
     top = tmp_path / "top"
     _tree(top, victim, 3 * MAX_DEPTH)  # deeper than the descriptors held: folders moved up on the way
 
@@ -100,19 +113,55 @@ def test_folders_of_mode_000_are_opened_up_and_links_are_not_followed(tmp_path):
     assert removed.stdout.split() == ["True", "False"], removed.stderr
     assert not os.path.lexists(top)
     assert sorted(os.listdir(tmp_path)) == ["victim"]
-    assert [oct(path.stat().st_mode & 0o777) for path in (victim, victim / "inner")] == ["0o755", "0o755"]
+    assert _modes(victim) == ["0o755", "0o755"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another user's takes root")
 def test_a_link_or_another_user_s_folder_is_left_alone(tmp_path):
-    victim = tmp_path / "victim"
-    (victim / "inner").mkdir(parents=True)
+    victim = _victim(tmp_path)
     link = tmp_path / "link"
     link.symlink_to(victim)
     theirs = tmp_path / "theirs"
     (theirs / "inner").mkdir(parents=True)
     os.chown(theirs, 65534, 65534)
-
-    assert remove_folder(link) is False and remove_folder(theirs, owner=os.geteuid()) is False
-    assert link.is_symlink() and (victim / "inner").is_dir() and (theirs / "inner").is_dir()
+    theirs.chmod(0o700)
+    parent = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert remove_entry(parent, "theirs", owner=os.geteuid()) is False
+        assert remove_entry(parent, "link", owner=os.geteuid()) is False
+    finally:
+        os.close(parent)
+    assert remove_folder(link) is False
+    assert link.is_symlink() and _modes(victim) == ["0o755", "0o755"]
+    assert (theirs / "inner").is_dir() and oct(theirs.stat().st_mode & 0o777) == "0o700"  # not opened up either
     assert remove_folder(theirs) is True and not theirs.exists()
     assert remove_folder(tmp_path / "never made") is True
+
+
+def _immutable(folder: Path) -> bool:
+    return subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chattr") is None, reason="chattr +i takes root")
+def test_a_folder_that_cannot_be_emptied_is_given_up_once(tmp_path, monkeypatch):
+    top = tmp_path / "top"
+    stuck = top / "stuck"
+    stuck.mkdir(parents=True)
+    for number in range(200):
+        (stuck / f"file{number}").write_text("x")
+    folder = top
+    for _ in range(4 * MAX_DEPTH):  # moved up three times: the top listed again each time
+        folder = folder / "d"
+        folder.mkdir()
+    if not _immutable(stuck):
+        pytest.skip("this file system has no immutable folders")
+    unlinked = []
+    real_unlink = os.unlink
+    monkeypatch.setattr(os, "unlink", lambda name, *args, **kwargs: (unlinked.append(name),
+                                                                      real_unlink(name, *args, **kwargs)))
+    try:
+        assert remove_folder(top) is False
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+    assert sorted(os.listdir(top)) == ["stuck"] and len(os.listdir(stuck)) == 200
+    assert len([name for name in unlinked if name.startswith("file")]) == 200  # each tried once, never again
