@@ -5,8 +5,8 @@ this user may not write or enter (mode 000 or 0555: opened up first where the ha
 nested thousands deep (``shutil.rmtree`` recurses once per level, and raised ``RecursionError`` past about a
 thousand). So the removal here walks the tree with descriptors opened without following links and holds at most
 ``MAX_DEPTH`` of them: a folder found deeper is first moved up under the top folder, and removed from there. It never
-enters another file system (a mount point), gives up on a folder it cannot empty (an immutable one, say) without
-walking it again, and stops after ``TIME_LIMIT_S`` whatever is left.
+enters another mount (a bind mount included) nor changes its mode, tries each entry once (what cannot be deleted, an
+immutable file say, is left after one try), and stops after ``TIME_LIMIT_S`` whatever is left.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _REOPENED = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 """Reopening ``/proc/self/fd/N`` of an ``O_PATH`` descriptor: the folder that descriptor holds (a magic link, which
 ``O_NOFOLLOW`` would refuse)."""
+
+Entry = tuple[str, bool]
+"""A name in a folder, and whether it is a folder (a link counted as not)."""
 
 
 def remove_folder(path: str | os.PathLike) -> bool:
@@ -48,22 +51,26 @@ def remove_folder(path: str | os.PathLike) -> bool:
         os.close(parent)
 
 
-def remove_entry(parent: int, name: str, owner: int | None = None) -> bool:
-    """``remove_folder`` for the folder ``name`` in the folder open at ``parent``; with ``owner``, a folder owned by
-    another user is left as it is (untouched: checked before anything is opened up)."""
+def remove_entry(parent: int, name: str, owner: int | None = None, deadline: float | None = None) -> bool:
+    """``remove_folder`` for the folder ``name`` in the folder open at ``parent``, until ``deadline``
+    (``time.monotonic()``; default ``TIME_LIMIT_S`` from now). With ``owner``, a folder owned by another user is left
+    as it is; so is one that is a mount of its own. True once it is gone."""
+    deadline = time.monotonic() + TIME_LIMIT_S if deadline is None else deadline
     try:
         found = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        if not stat.S_ISDIR(found.st_mode) or owner is not None and found.st_uid != owner:
+            return False
+        top = _open_folder(parent, name, _mount_of(parent), owner)
     except FileNotFoundError:
         return True
     except OSError:
         return False
-    if not stat.S_ISDIR(found.st_mode) or owner is not None and found.st_uid != owner:
-        return False
-    top = _open_folder(parent, name, owner)
     if top is None:
         return False
     try:
-        _empty(top, time.monotonic() + TIME_LIMIT_S)
+        _empty(top, deadline)
+    except OSError:
+        pass
     finally:
         os.close(top)
     try:
@@ -78,50 +85,51 @@ def remove_entry(parent: int, name: str, owner: int | None = None) -> bool:
 @dataclass
 class _Folder:
     """A folder being emptied: its descriptor, its name in its parent (None for the top one), the entries still to
-    deal with, and what its last listing found."""
+    deal with, and every entry already dealt with (each is tried once)."""
 
     descriptor: int
     name: str | None
-    pending: list = field(default_factory=list)
-    last_listing: list | None = None
+    pending: list[Entry] = field(default_factory=list)
+    tried: set[Entry] = field(default_factory=set)
 
 
 def _empty(top: int, deadline: float) -> None:
     """Delete everything in the folder open at ``top``, depth first, holding at most ``MAX_DEPTH`` folders open, until
-    ``deadline``. A folder is listed again once all it held is dealt with, and given up (never entered again) where
-    that listing finds what the one before found: what cannot be deleted."""
-    device = os.fstat(top).st_dev
-    given_up: set[tuple[int, int]] = set()
+    ``deadline``. A folder is listed again once all it held is dealt with; where that listing finds nothing new, what
+    is left cannot be deleted, and the folder is left too."""
+    mount = _mount_of(top)
     stack = [_Folder(top, None)]
     try:
         while stack and time.monotonic() < deadline:
             folder = stack[-1]
             if not folder.pending:
                 found = _listing(folder.descriptor)
-                if found is None or found == folder.last_listing:  # unreadable, or nothing more can go
-                    given_up.add(_identity(folder.descriptor))
-                if found is None or found == folder.last_listing or not found:
+                new = [entry for entry in found or () if entry not in folder.tried]
+                if not new:  # empty (then removed from its parent: the top one stays, for the caller), or stuck
                     stack.pop()
                     if stack:
                         os.close(folder.descriptor)
-                        if found == []:  # empty now
+                        if found == []:
                             _quietly(os.rmdir, folder.name, dir_fd=stack[-1].descriptor)
                     continue
-                folder.last_listing = found
-                folder.pending.extend(found)
+                folder.tried.update(new)
+                folder.pending.extend(new)
             entry, is_folder = folder.pending.pop()
             if not is_folder:
                 _quietly(os.unlink, entry, dir_fd=folder.descriptor)
                 continue
-            inner = _open_folder(folder.descriptor, entry)  # opened up where its mode keeps this user out
-            if inner is None:  # no longer a folder (a link or a file now), or one that cannot be opened
+            inner = _open_folder(folder.descriptor, entry, mount)
+            if inner is None:  # a link or a file now, another mount, or a folder this user cannot open
                 _quietly(os.unlink, entry, dir_fd=folder.descriptor)
-            elif _identity(inner) in given_up or os.fstat(inner).st_dev != device:  # another file system: a mount
+            elif len(stack) >= MAX_DEPTH:  # too deep to hold open: moved up under the top one, and dealt with there
                 os.close(inner)
-            elif len(stack) >= MAX_DEPTH:  # too deep to hold open: moved up, where a later listing finds it
-                os.close(inner)
-                _quietly(os.rename, entry, f".moved-{os.urandom(8).hex()}", src_dir_fd=folder.descriptor,
-                         dst_dir_fd=top)
+                moved = f".moved-{os.urandom(8).hex()}"
+                try:
+                    os.rename(entry, moved, src_dir_fd=folder.descriptor, dst_dir_fd=top)
+                except OSError:
+                    continue
+                stack[0].tried.add((moved, True))
+                stack[0].pending.append((moved, True))
             else:
                 stack.append(_Folder(inner, entry))
     finally:
@@ -129,14 +137,8 @@ def _empty(top: int, deadline: float) -> None:
             os.close(folder.descriptor)
 
 
-def _identity(descriptor: int) -> tuple[int, int]:
-    found = os.fstat(descriptor)
-    return found.st_dev, found.st_ino
-
-
-def _listing(folder: int) -> list[tuple[str, bool]] | None:
-    """(name, whether it is a folder, links counted as not) of everything in the folder open at ``folder``; None
-    where it cannot be read."""
+def _listing(folder: int) -> list[Entry] | None:
+    """Everything in the folder open at ``folder``; None where it cannot be read."""
     try:
         with os.scandir(folder) as entries:
             return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
@@ -144,38 +146,67 @@ def _listing(folder: int) -> list[tuple[str, bool]] | None:
         return None
 
 
-def _open_folder(parent: int, name: str, owner: int | None = None) -> int | None:
-    """A descriptor to list the folder ``name`` in ``parent``, never a link's target, made 0700 where this user could
-    not enter it or delete what is in it (mode 000 or 0555), through a descriptor of that folder itself; with
-    ``owner``, only a folder of that user's. None where it is not such a folder."""
+def _mount_of(descriptor: int) -> int | None:
+    """The id of the mount that the file open at ``descriptor`` is on (``/proc/self/fdinfo``; a bind mount of a
+    folder of the same file system has its own, where ``st_dev`` is the same); None where it cannot be read."""
+    try:
+        with open(f"/proc/self/fdinfo/{descriptor}", "rb") as info:
+            for line in info:
+                if line.startswith(b"mnt_id:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _open_folder(parent: int, name: str, mount: int | None, owner: int | None = None) -> int | None:
+    """A descriptor to list the folder ``name`` in ``parent``: never a link's target, nor a folder on a mount other
+    than ``mount``, nor (with ``owner``) another user's; made 0700 first where this user could not enter it (mode 000)
+    or, not being root, delete what it holds (0555, say). None where there is no such folder."""
     try:
         opened = os.open(name, _FOLDER, dir_fd=parent)
     except PermissionError:
-        opened = None
+        return _open_up(parent, name, mount, owner)
     except OSError:
         return None
-    if opened is not None:
-        mode, uid = (found := os.fstat(opened)).st_mode, found.st_uid
-        if owner is not None and uid != owner:
-            os.close(opened)
-            return None
-        if mode & 0o700 != 0o700 and uid == os.geteuid():  # root deletes there anyway; anyone else needs rwx
+    try:
+        found = _suitable(opened, mount, owner)
+        if found is not None and found.st_mode & 0o700 != 0o700 and os.geteuid() != 0:
             _quietly(os.fchmod, opened, 0o700)
-        return opened
+    except OSError:
+        found = None
+    if found is None:
+        os.close(opened)
+        return None
+    return opened
+
+
+def _open_up(parent: int, name: str, mount: int | None, owner: int | None) -> int | None:
+    """``_open_folder`` for a folder this user may not open: made 0700 through an ``O_PATH`` descriptor of it (which
+    needs no permission on the folder itself), then opened through that descriptor."""
     try:
         handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
     except OSError:
         return None
     try:
-        found = os.fstat(handle)
-        if not stat.S_ISDIR(found.st_mode) or owner is not None and found.st_uid != owner:
+        if _suitable(handle, mount, owner) is None:
             return None
-        os.chmod(f"/proc/self/fd/{handle}", 0o700)  # the folder that handle holds, whatever its name points at now
+        os.chmod(f"/proc/self/fd/{handle}", 0o700)  # the folder that handle holds, whatever its name is now
         return os.open(f"/proc/self/fd/{handle}", _REOPENED)
     except OSError:
         return None
     finally:
         os.close(handle)
+
+
+def _suitable(descriptor: int, mount: int | None, owner: int | None) -> os.stat_result | None:
+    """The status of the file open at ``descriptor`` where it is a folder on ``mount`` (any, for None) owned by
+    ``owner`` (anyone, for None); else None."""
+    found = os.fstat(descriptor)
+    if (not stat.S_ISDIR(found.st_mode) or owner is not None and found.st_uid != owner
+            or mount is not None and _mount_of(descriptor) != mount):
+        return None
+    return found
 
 
 def _quietly(operation, *args, **kwargs) -> None:

@@ -33,8 +33,8 @@ def sweep_cgroups() -> list[str]:
 
 
 def sweep_folders(folder: Path) -> list[str]:
-    """Remove the folders in ``folder`` that this user owns and whose owner is gone, starting none after
-    ``TIME_LIMIT_S``; the paths removed."""
+    """Remove the folders in ``folder`` that this user owns and whose owner is gone, for ``TIME_LIMIT_S`` at most in
+    all; the paths removed."""
     removed = []
     try:
         listing = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -47,7 +47,7 @@ def sweep_folders(folder: Path) -> list[str]:
         for name in names:
             if time.monotonic() > deadline:  # the rest for the next harness: this one's first worker is waiting
                 break
-            if remove_entry(listing, name, owner=os.geteuid()):
+            if remove_entry(listing, name, owner=os.geteuid(), deadline=deadline):
                 removed.append(str(Path(folder) / name))
     finally:
         os.close(listing)

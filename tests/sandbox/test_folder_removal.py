@@ -1,6 +1,6 @@
 """What a candidate leaves in its folder is removed with the folder, whatever it is (``sandbox/removal.py``): folders
-nested thousands deep (``shutil.rmtree`` raised ``RecursionError`` there, out of the executor), folders of mode 000,
-links to folders outside, which are deleted and never followed."""
+nested thousands deep (``shutil.rmtree`` raised ``RecursionError`` there, out of the executor), folders of mode 000 or
+0555, links to folders outside (deleted, never followed); what cannot be deleted is tried once."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def _modes(victim: Path) -> list[str]:
     return [oct(path.stat().st_mode & 0o777) for path in (victim, victim / "inner")]
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None or subprocess.run(["unshare", "--user", "true"]).returncode,
+@pytest.mark.skipif(shutil.which("unshare") is None
+                    or subprocess.run(["unshare", "--user", "true"], capture_output=True).returncode,
                     reason="no user namespaces here (unshare --user)")
 def test_folders_of_mode_000_or_0555_are_opened_up_and_links_are_not_followed(tmp_path):
     victim = _victim(tmp_path)
@@ -116,26 +117,45 @@ def test_folders_of_mode_000_or_0555_are_opened_up_and_links_are_not_followed(tm
     assert _modes(victim) == ["0o755", "0o755"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another user's takes root")
-def test_a_link_or_another_user_s_folder_is_left_alone(tmp_path):
+def test_a_link_is_deleted_as_a_link(tmp_path):
     victim = _victim(tmp_path)
     link = tmp_path / "link"
     link.symlink_to(victim)
+    parent = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert remove_entry(parent, "link") is False  # not a folder: left for the caller
+    finally:
+        os.close(parent)
+    assert remove_folder(link) is False and link.is_symlink()
+    inside = tmp_path / "folder"
+    inside.mkdir()
+    (inside / "link").symlink_to(victim)
+    assert remove_folder(inside) is True and not inside.exists()
+    assert _modes(victim) == ["0o755", "0o755"] and remove_folder(tmp_path / "never made") is True
+
+
+# As root without the power to enter any folder (no DAC override) but still able to change any file's mode (CAP_FOWNER):
+# a folder of another user's, of mode 000, is left as it is, its mode too.
+ANOTHER_USERS = """
+import os, sys
+from codea1_eval.sandbox.removal import remove_entry
+parent = os.open(sys.argv[1], os.O_RDONLY)
+print(remove_entry(parent, "theirs", owner=os.geteuid()), oct(os.stat(os.path.join(sys.argv[1], "theirs")).st_mode))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="another user's folder takes root")
+def test_another_user_s_folder_is_left_as_it_is(tmp_path):
     theirs = tmp_path / "theirs"
     (theirs / "inner").mkdir(parents=True)
     os.chown(theirs, 65534, 65534)
-    theirs.chmod(0o700)
-    parent = os.open(tmp_path, os.O_RDONLY)
-    try:
-        assert remove_entry(parent, "theirs", owner=os.geteuid()) is False
-        assert remove_entry(parent, "link", owner=os.geteuid()) is False
-    finally:
-        os.close(parent)
-    assert remove_folder(link) is False
-    assert link.is_symlink() and _modes(victim) == ["0o755", "0o755"]
-    assert (theirs / "inner").is_dir() and oct(theirs.stat().st_mode & 0o777) == "0o700"  # not opened up either
-    assert remove_folder(theirs) is True and not theirs.exists()
-    assert remove_folder(tmp_path / "never made") is True
+    theirs.chmod(0)
+
+    checked = subprocess.run(["setpriv", "--bounding-set", "-dac_override,-dac_read_search", sys.executable, "-c",
+                              ANOTHER_USERS, str(tmp_path)], capture_output=True, text=True, timeout=60)
+
+    assert checked.stdout.split() == ["False", "0o40000"], checked.stderr
+    assert remove_folder(theirs) is True and not theirs.exists()  # without an owner to keep to: removed
 
 
 def _immutable(folder: Path) -> bool:
@@ -143,18 +163,21 @@ def _immutable(folder: Path) -> bool:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chattr") is None, reason="chattr +i takes root")
-def test_a_folder_that_cannot_be_emptied_is_given_up_once(tmp_path, monkeypatch):
+def test_what_cannot_be_deleted_is_tried_once(tmp_path, monkeypatch):
     top = tmp_path / "top"
     stuck = top / "stuck"
     stuck.mkdir(parents=True)
     for number in range(200):
         (stuck / f"file{number}").write_text("x")
+    for number in range(50):
+        (top / f"top_file{number}").write_text("x")
     folder = top
-    for _ in range(4 * MAX_DEPTH):  # moved up three times: the top listed again each time
+    for _ in range(4 * MAX_DEPTH):  # moved up three times on the way
         folder = folder / "d"
         folder.mkdir()
-    if not _immutable(stuck):
-        pytest.skip("this file system has no immutable folders")
+    stuck_files = [stuck] + [top / f"top_file{number}" for number in range(50)]
+    if not all(map(_immutable, stuck_files)):
+        pytest.skip("this file system has no immutable files")
     unlinked = []
     real_unlink = os.unlink
     monkeypatch.setattr(os, "unlink", lambda name, *args, **kwargs: (unlinked.append(name),
@@ -162,6 +185,41 @@ def test_a_folder_that_cannot_be_emptied_is_given_up_once(tmp_path, monkeypatch)
     try:
         assert remove_folder(top) is False
     finally:
-        subprocess.run(["chattr", "-i", str(stuck)], check=True)
-    assert sorted(os.listdir(top)) == ["stuck"] and len(os.listdir(stuck)) == 200
-    assert len([name for name in unlinked if name.startswith("file")]) == 200  # each tried once, never again
+        subprocess.run(["chattr", "-i", *map(str, stuck_files)], check=True)
+    assert sorted(os.listdir(top)) == sorted(["stuck"] + [f"top_file{number}" for number in range(50)])
+    assert len(os.listdir(stuck)) == 200
+    assert sorted(unlinked) == sorted([f"file{number}" for number in range(200)]
+                                      + [f"top_file{number}" for number in range(50)])  # each tried once
+
+
+# In a mount namespace of its own: a folder outside bind-mounted inside the tree (the same file system, so the same
+# st_dev), and a tmpfs of mode 0555; the removal empties neither, nor changes the tmpfs' mode.
+MOUNTS = """
+import os, subprocess, sys
+from codea1_eval.sandbox.removal import remove_folder
+top, outside = sys.argv[1], sys.argv[2]
+subprocess.run(["mount", "--bind", outside, os.path.join(top, "bound")], check=True)
+subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0555", "tmpfs", os.path.join(top, "tmpfs")], check=True)
+with open(os.path.join(top, "tmpfs", "file"), "w") as handle:
+    handle.write("x")
+removed = remove_folder(top)
+print(removed, sorted(os.listdir(top)), sorted(os.listdir(os.path.join(top, "bound", "sub"))),
+      os.listdir(os.path.join(top, "tmpfs")), oct(os.stat(os.path.join(top, "tmpfs")).st_mode & 0o777))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="mounting takes root")
+def test_a_mount_inside_is_neither_entered_nor_opened_up(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "precious").write_text("keep")
+    top = tmp_path / "top"
+    for name in ("bound", "tmpfs", "plain"):
+        (top / name).mkdir(parents=True)
+    (top / "plain" / "file").write_text("x")
+
+    mounted = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", MOUNTS,
+                              str(top), str(outside)], capture_output=True, text=True, timeout=60)
+
+    assert mounted.stdout.split("\n")[0] == "False ['bound', 'tmpfs'] ['precious'] ['file'] 0o555", mounted.stderr
+    assert (outside / "sub" / "precious").read_text() == "keep"
