@@ -14,9 +14,13 @@ sandbox: no folders, no Landlock, no seccomp, no cgroup, stdio to /dev/null, no 
 trusted as they come. A list whose process dies before it sends (``os._exit``, a crash) or outlives its cap (the
 program's ``part_time_limits``, as ours and the floor) fails whole; a value that cannot be pickled fails its call.
 
-With ``per_list=False`` (the "bare-candidates" way) a candidate's two lists run one after the other in ONE such
+With ``shape="candidates"`` (the "bare-candidates" way) a candidate's two lists run one after the other in ONE such
 process, as evalplus-style does (and not evalplus itself: state a list leaves changes the other's verdicts), its cap
 the sum of the two: what the processes cost once there is no per-list process either.
+
+With ``shape="processes"`` (the "bare-processes" way) each list runs in its own process as in "bare-lists", but the
+process sends nothing back and nothing is judged: fork, load, the calls under their timers, exit. No engine that
+keeps evalplus' per-list processes can take less; the way has no verdicts to compare.
 """
 
 from __future__ import annotations
@@ -34,12 +38,15 @@ GRACE_S = 2.0
 FAILED = (False, None)
 WARM_UP = -1
 """The task key of the warm-up job that each server runs before the timing."""
+SHAPES = {"lists": "bare-lists", "candidates": "bare-candidates", "processes": "bare-processes"}
+"""A job's shape (a process per input list; one per candidate; a process per list that sends nothing) -> its way."""
 
 
 def _serve() -> None:
     """The server: read messages on stdin until EOF. ``("inputs", task, inputs)`` keeps a task's inputs (no answer);
-    ``("job", code, entry_point, task, time_limits, fresh_at, part_limits, load_limit, memory_bytes, per_list)`` is
-    answered with the pickled list of (returned, value) per input on stdout."""
+    ``("job", code, entry_point, task, time_limits, fresh_at, part_limits, load_limit, memory_bytes, shape)`` is
+    answered with the pickled list of (returned, value) per input on stdout (``shape``: ``SHAPES``; each outcome
+    ``FAILED`` for ``"processes"``, whose lists send nothing)."""
     import builtins
 
     class CallTimeout(BaseException):
@@ -55,7 +62,7 @@ def _serve() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     setitimer, timer = signal.setitimer, signal.ITIMER_REAL
 
-    def child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write):
+    def child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write, sends):
         os.setpgid(0, 0)  # its own group: what the candidate forks goes with it
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -78,6 +85,8 @@ def _serve() -> None:
                     setitimer(timer, 0)
         except BaseException:
             setitimer(timer, 0)
+        if not sends:  # "processes": the list's process and its calls, nothing after them
+            os._exit(0)
         try:
             data = pickle.dumps(outcomes, pickle.HIGHEST_PROTOCOL)
         except BaseException:  # a value that cannot be pickled fails its own call only
@@ -94,7 +103,8 @@ def _serve() -> None:
         pid = os.fork()
         if pid == 0:
             os.close(read)
-            child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write)
+            child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write,
+                  sends=job[8] != "processes")
         os.close(write)
         deadline = time.monotonic() + cap + GRACE_S
         chunks, ended = [], False
@@ -110,7 +120,7 @@ def _serve() -> None:
             pass
         os.waitpid(pid, 0)
         try:
-            return pickle.loads(b"".join(chunks)) if ended else [FAILED] * (stop - start)
+            return pickle.loads(b"".join(chunks)) if ended and job[8] != "processes" else [FAILED] * (stop - start)
         except Exception:  # less than it sent: it died while writing
             return [FAILED] * (stop - start)
 
@@ -125,7 +135,7 @@ def _serve() -> None:
             task_inputs[task] = inputs
             continue
         job = message
-        count, fresh_at, part_limits, per_list = len(task_inputs[job[2]]), job[4], job[5], job[8]
+        count, fresh_at, part_limits, per_list = len(task_inputs[job[2]]), job[4], job[5], job[8] != "candidates"
         split = fresh_at if per_list and fresh_at is not None and 0 < fresh_at < count else count
         caps = part_limits or (sum(job[3][:split]), sum(job[3][split:]))
         if not per_list:
@@ -151,16 +161,17 @@ def _picklable(outcome):
 
 
 def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: float, memory_bytes: int,
-              per_list: bool = True):
+              shape: str = "lists"):
     """Time the workload this way (``judge_outputs``, ``way_result``: the benchmark's own, passed in to keep this
     file a standalone script for the servers); return its ``WayResult``. Every input runs (no fail-fast).
-    ``per_list``: each input list in a process of its own ("bare-lists"), else one process a candidate
-    ("bare-candidates")."""
+    ``shape``: each input list in a process of its own ("lists", the "bare-lists" way), one process a candidate
+    ("candidates"), or a process per list that sends nothing back ("processes": nothing judged, so the result's
+    ``passed`` and ``verdicts`` are None and its statuses count the calls made)."""
     import subprocess
     import threading
     from collections import Counter
 
-    way = "bare-lists" if per_list else "bare-candidates"
+    way, judged = SHAPES[shape], shape != "processes"
     servers = [subprocess.Popen([sys.executable, "-I", "-S", __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                for _ in range(parallel)]
     verdicts, statuses, failures, lock = {}, Counter(), [], threading.Lock()
@@ -182,7 +193,11 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                 problem, program = workload.problems[candidate.task], candidate.program
                 outcomes = ask(server, (candidate.code, problem.entry_point, candidate.task, list(program.time_limits),
                                         program.fresh_process_at, program.part_time_limits, load_limit, memory_bytes,
-                                        per_list))
+                                        shape))
+                if not judged:
+                    with lock:
+                        statuses["made, not sent"] += len(outcomes)
+                    continue
                 try:
                     passed = all(judge_outputs(workload, candidate, outcomes))
                 except Exception:
@@ -199,7 +214,7 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                 pickle.dump(("inputs", task, problem.inputs), server.stdin, pickle.HIGHEST_PROTOCOL)
             pickle.dump(("inputs", WARM_UP, [()]), server.stdin, pickle.HIGHEST_PROTOCOL)
             ask(server, ("def f():\n    return 1\n", "f", WARM_UP, [1.0], None, None, load_limit, memory_bytes,
-                         per_list))
+                         shape))
         began = time.perf_counter()
         threads = [threading.Thread(target=slot, args=(server,)) for server in servers]
         for thread in threads:
@@ -217,10 +232,11 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                 server.wait()
     if failures:
         raise RuntimeError(f"a {way} server failed: {failures[0]!r}") from failures[0]
-    return way_result(way, sum(statuses.values()), seconds, sum(verdicts.values()), len(workload.candidates),
-                      dict(statuses),
-                      note=f"bare processes: one per {'input list' if per_list else 'candidate'}, {parallel} at a "
-                           "time; no sandbox", verdicts=verdicts)
+    each = "candidate" if shape == "candidates" else "input list"
+    return way_result(way, sum(statuses.values()), seconds, sum(verdicts.values()) if judged else None,
+                      len(workload.candidates), dict(statuses),
+                      note=f"bare processes: one per {each}, {parallel} at a time; no sandbox"
+                           + ("" if judged else "; nothing sent back or judged"), verdicts=verdicts if judged else None)
 
 
 if __name__ == "__main__":

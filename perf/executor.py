@@ -37,6 +37,9 @@ Ways (DESIGN.md section 2, "Baselines for perf/"):
             beside the 0.5 x floor target.
   bare-candidates  (likewise) the same with one bare process a candidate, its two lists one after the other (as
             evalplus-style, not evalplus): what is left once there is no per-list process either.
+  bare-processes  (likewise) the per-list processes of ``bare-lists`` alone: each list's process loads the candidate
+            and makes its calls under their timers, then exits, sending nothing back; nothing is judged. No engine
+            that keeps evalplus' per-list processes can take less; printed beside the floor target too.
   ours      ``make_executor("local", SandboxLimits(), parallel)`` (as the commands make it: its canary program,
             which also starts the fork-server template, runs before the timing starts), then
             ``.map_unordered(candidate_program(...))`` + ``judge``.
@@ -50,7 +53,7 @@ close to their time limits; those are listed).
 
 Usage: python perf/executor.py [--tasks N] [--sample N] [--candidates 16] [--cure-sample 300]
                                [--skip-slow-tasks SECONDS] [--json PATH]
-                               [--ways floor,evalplus,cure,bare-lists,bare-candidates,ours]
+                               [--ways floor,evalplus,cure,bare-lists,bare-candidates,bare-processes,ours]
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ from tree_cpu import process_tree_cpu
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"floor": 0.5, "evalplus": 1.5, "cure": 20.0}
-BARE_WAYS = ("bare-lists", "bare-candidates")
+BARE_WAYS = {"bare-lists": "lists", "bare-candidates": "candidates", "bare-processes": "processes"}
+"""The simple engines of ``bare_lists.py`` and each one's shape there."""
 """The simple engines of ``bare_lists.py``: each input list in a bare process of its own, or each candidate."""
 
 
@@ -192,10 +196,15 @@ def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | Non
     return bound
 
 
+BARE_WORDING = {"bare-lists": "bare processes, one per input list (no sandbox),",
+                "bare-candidates": "bare processes, one per candidate (no sandbox),",
+                "bare-processes": "the per-list processes alone (nothing sent back or judged)"}
+
+
 def bare_ways_beside_floor(results: dict[str, WayResult]) -> dict | None:
     """Beside the floor target: the wall time the floor's calls/s over the target allows ours, and what the bare
     processes took (``bare-lists``: evalplus' per-list processes and nothing else; ``bare-candidates``: one a
-    candidate)."""
+    candidate; ``bare-processes``: the per-list processes alone, the least any engine that keeps them takes)."""
     bare = [name for name in BARE_WAYS if name in results]
     if not bare or "floor" not in results:
         return None
@@ -204,8 +213,7 @@ def bare_ways_beside_floor(results: dict[str, WayResult]) -> dict | None:
     for name in bare:
         way, key = results[name], name.replace("-", "_")
         bound[f"{key}_s"], bound[f"{key}_rate_over_floor_rate"] = round(way.seconds, 3), round(way.rate / floor.rate, 3)
-        print(f"bare processes, one per {'input list' if name == 'bare-lists' else 'candidate'} (no sandbox), took "
-              f"{way.seconds:.2f} s: calls/s {way.rate / floor.rate:.2f} x the floor's")
+        print(f"{BARE_WORDING[name]} took {way.seconds:.2f} s: calls/s {way.rate / floor.rate:.2f} x the floor's")
     print(f"ours >= {TARGETS['floor']:g} x the floor's calls/s needs <= {bound['ours_s_for_floor_target']:.2f} s")
     return bound
 
@@ -230,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-scale", type=float, default=1.0,
                         help="scale every time limit (the same for all ways)")
     parser.add_argument("--ways", default="floor,evalplus,cure,ours",
-                        help="comma-separated subset of floor,evalplus,cure,bare-lists,bare-candidates,ours "
+                        help="comma-separated subset of floor,evalplus,cure,bare-lists,bare-candidates,bare-processes,ours "
                              "(ratios need ours)")
     parser.add_argument("--sample", type=int, default=300, metavar="N",
                         help="time every way on the same fixed random sample of N candidates (seed 0) and "
@@ -287,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             results[way] = run_cure(workload, args.parallel, args.cure_sample)
         elif way in BARE_WAYS:
             results[way] = run_lists(workload, args.parallel, judge_outputs, WayResult, LOAD_TIME_LIMIT_S,
-                                     MEMORY_HEADROOM, per_list=way == "bare-lists")
+                                     MEMORY_HEADROOM, shape=BARE_WAYS[way])
         else:
             results[way] = run_ours(workload, args.parallel, args.isolation)
         result = results[way]
