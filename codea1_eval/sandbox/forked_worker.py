@@ -7,6 +7,8 @@ import select
 import signal
 from typing import Protocol
 
+from codea1_eval.sandbox.fdinfo import fdinfo_number
+
 
 class Releasing(Protocol):
     """What a forked worker needs of its template: to release the worker, by its pid there, once it is killed."""
@@ -45,9 +47,6 @@ class ForkedWorker:
 
 def pid_of(pidfd: int) -> int:
     """The pid on this machine of the process ``pidfd`` refers to (a worker of a ``bwrap`` template has another
-    inside its namespace): the ``Pid:`` line of the pidfd's ``fdinfo``."""
-    with open(f"/proc/self/fdinfo/{pidfd}") as info:
-        for line in info:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
-    raise OSError(f"no Pid in the fdinfo of pidfd {pidfd}")
+    inside its namespace): the ``Pid:`` line of the pidfd's ``fdinfo``; -1 once that process has ended (the kernel's
+    word), 0 where the line cannot be read (its callers take both as no process to reach)."""
+    return fdinfo_number(pidfd, "Pid") or 0

@@ -16,6 +16,8 @@ import stat
 import time
 from dataclasses import dataclass, field
 
+from codea1_eval.sandbox.fdinfo import fdinfo_number
+
 MAX_DEPTH = 32
 """Folders held open at once while removing; a folder deeper than this is moved up under the top one."""
 TIME_LIMIT_S = 10.0
@@ -147,16 +149,9 @@ def _listing(folder: int) -> list[Entry] | None:
 
 
 def _mount_of(descriptor: int) -> int | None:
-    """The id of the mount that the file open at ``descriptor`` is on (``/proc/self/fdinfo``; a bind mount of a
-    folder of the same file system has its own, where ``st_dev`` is the same); None where it cannot be read."""
-    try:
-        with open(f"/proc/self/fdinfo/{descriptor}", "rb") as info:
-            for line in info:
-                if line.startswith(b"mnt_id:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    """The id of the mount that the file open at ``descriptor`` is on (a bind mount of a folder of the same file
+    system has its own, where ``st_dev`` is the same); None where it cannot be read."""
+    return fdinfo_number(descriptor, "mnt_id")
 
 
 def _open_folder(parent: int, name: str, mount: int | None, owner: int | None = None) -> int | None:
