@@ -9,12 +9,14 @@ is documented as not contained but turns out contained is a documentation error 
 
 At the ``process`` level some claims hold only with a protection that depends on the kernel (Landlock,
 ``sandbox/landlock.py``): such a claim documents the protection's name (``files``, ``network``,
-``signals``) instead of a bool, and is documented contained exactly when that protection is in force.
+``signals``) instead of a bool, and is documented contained exactly when that protection is in force. One is
+documented not contained there at any ABI: Landlock has no right for a file's metadata (``chmod``, ``utime``).
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import socket
 import subprocess
@@ -36,6 +38,8 @@ from codea1_eval.sandbox.removal import remove_folder
 EXPECTED = 43  # the honest answer to f(42); an attack that is judged passing has fooled the harness
 PROBE_TIME_LIMIT = 1.0
 PROBE_LIMITS = dict(memory_mb=1024, file_size_mb=8, load_time_limit=5.0)
+KEPT_MODE, KEPT_TIME = 0o640, 1_000_000_000
+"""The mode and the access and modification times of the world's ``kept_file``."""
 
 
 @dataclass
@@ -44,6 +48,7 @@ class World:
 
     root: Path
     outside_file: Path
+    kept_file: Path
     hidden_dir: Path
     secret_file: Path
     cache_file: Path
@@ -77,7 +82,11 @@ class World:
         listener.listen(8)
         bystander = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)  # its own autogroup: a probe that renices it, only it
-        return cls(root, root / "outside.txt", hidden, secret, cache, listener, bystander,
+        kept = root / "kept.txt"  # a file of the harness's user outside the sandbox, its mode and times known
+        kept.write_text("the harness's\n")
+        kept.chmod(KEPT_MODE)
+        os.utime(kept, (KEPT_TIME, KEPT_TIME))
+        return cls(root, root / "outside.txt", kept, hidden, secret, cache, listener, bystander,
                    process_state(bystander.pid))
 
     def close(self) -> None:
@@ -174,6 +183,11 @@ def _outside_unchanged(result: ExecResult, world: World) -> bool:
     return not written
 
 
+def _kept_unchanged(result: ExecResult, world: World) -> bool:
+    status = world.kept_file.stat()
+    return (status.st_mode & 0o7777, status.st_mtime) == (KEPT_MODE, KEPT_TIME)
+
+
 def _secret_unread(result: ExecResult, world: World) -> bool:
     return _returned(result) != world.secret_file.read_text()
 
@@ -265,6 +279,12 @@ CLAIMS: list[Claim] = [
     Claim("files", "write a file outside the working directory", FILES,
           lambda w: attempt_code(f"open({str(w.outside_file)!r}, 'w').write('pwned')", "written"),
           _outside_unchanged),
+    # Landlock has no right for a file's metadata: its mode, times and extended attributes (and, as root, owner)
+    Claim("files", "change the mode or times of a file outside the working directory",
+          {"process": False, "bwrap": True},
+          lambda w: attempts_code([f"os.chmod({str(w.kept_file)!r}, 0o777)",
+                                   f"os.utime({str(w.kept_file)!r}, (0, 0))"], "os"),
+          _kept_unchanged),
     Claim("files", "read the hidden dataset folder", FILES,
           lambda w: attempt_code(f"return open({str(w.secret_file)!r}).read()"),
           _secret_unread),
