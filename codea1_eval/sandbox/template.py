@@ -33,13 +33,14 @@ def preopen(confinement, paths):
 
 
 def warm_up(worker, preopened_paths):
-    """What every worker would otherwise do first, done once here: imports, the ``_ctypes`` calls of
-    ``confine`` and its seccomp filter's header, the policy's fixed paths, the AST types the first ``compile()``
-    builds (~3 ms) and the JSON encoder; then freeze the heap, so a worker's collections skip (and do not copy) these
-    objects."""
+    """What every worker would otherwise do first, done once here: imports, malloc's settings
+    (``confine.keep_freed_memory``), the ``_ctypes`` calls of ``confine`` and its seccomp filter's header, the
+    policy's fixed paths, the AST types the first ``compile()`` builds (~3 ms) and the JSON encoder; then freeze the
+    heap, so a worker's collections skip (and do not copy) these objects."""
     for name in TEMPLATE_PRELOAD:
         __import__(name)
     confinement = worker.loaded("confine")
+    confinement.keep_freed_memory()
     worker.loaded("input_lists")
     worker.loaded("alarm")
     worker.loaded("channel")

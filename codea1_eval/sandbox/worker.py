@@ -336,4 +336,5 @@ if __name__ == "__main__":
         sibling("template").serve(sys.modules[__name__], int(sys.argv[2]), json.loads(sys.argv[3]),
                                   sys.argv[4:] == ["--bwrap"])
     else:
+        loaded("confine").keep_freed_memory()  # as a template does before it forks
         main(int(sys.argv[1]), os.fdopen(os.dup(0), "rb"))  # the job comes after the setup, once 0 is /dev/null
