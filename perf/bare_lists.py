@@ -19,8 +19,8 @@ process, as evalplus-style does (and not evalplus itself: state a list leaves ch
 the sum of the two: what the processes cost once there is no per-list process either.
 
 With ``shape="processes"`` (the "bare-processes" way) each list runs in its own process as in "bare-lists", but the
-process sends nothing back and nothing is judged: fork, load, the calls under their timers, exit. No engine that
-keeps evalplus' per-list processes can take less; the way has no verdicts to compare.
+process sends nothing back and nothing is judged: fork, load, the calls under their timers and the memory limit,
+exit. What evalplus' per-list processes cost with their limits and nothing else; the way has no verdicts to compare.
 """
 
 from __future__ import annotations
@@ -97,14 +97,13 @@ def _serve() -> None:
         os._exit(0)
 
     def run_list(job, compiled, start, stop, cap):
-        _, entry_point, task, time_limits, _, _, load_limit, memory_bytes, _ = job
-        inputs = task_inputs[task]
+        _, entry_point, task, time_limits, _, _, load_limit, memory_bytes, shape = job
+        inputs, sends = task_inputs[task], shape != "processes"
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read)
-            child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write,
-                  sends=job[8] != "processes")
+            child(compiled, entry_point, inputs, time_limits, start, stop, load_limit, memory_bytes, write, sends)
         os.close(write)
         deadline = time.monotonic() + cap + GRACE_S
         chunks, ended = [], False
@@ -120,7 +119,7 @@ def _serve() -> None:
             pass
         os.waitpid(pid, 0)
         try:
-            return pickle.loads(b"".join(chunks)) if ended and job[8] != "processes" else [FAILED] * (stop - start)
+            return pickle.loads(b"".join(chunks)) if ended and sends else [FAILED] * (stop - start)
         except Exception:  # less than it sent: it died while writing
             return [FAILED] * (stop - start)
 
@@ -166,7 +165,8 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
     file a standalone script for the servers); return its ``WayResult``. Every input runs (no fail-fast).
     ``shape``: each input list in a process of its own ("lists", the "bare-lists" way), one process a candidate
     ("candidates"), or a process per list that sends nothing back ("processes": nothing judged, so the result's
-    ``passed`` and ``verdicts`` are None and its statuses count the calls made)."""
+    ``passed`` and ``verdicts`` are None and its statuses count the inputs its lists were given, whether or not a
+    list's process got through them)."""
     import subprocess
     import threading
     from collections import Counter
@@ -196,7 +196,7 @@ def run_lists(workload, parallel: int, judge_outputs, way_result, load_limit: fl
                                         shape))
                 if not judged:
                     with lock:
-                        statuses["made, not sent"] += len(outcomes)
+                        statuses["run, not sent"] += len(outcomes)
                     continue
                 try:
                     passed = all(judge_outputs(workload, candidate, outcomes))

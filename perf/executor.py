@@ -38,8 +38,9 @@ Ways (DESIGN.md section 2, "Baselines for perf/"):
   bare-candidates  (likewise) the same with one bare process a candidate, its two lists one after the other (as
             evalplus-style, not evalplus): what is left once there is no per-list process either.
   bare-processes  (likewise) the per-list processes of ``bare-lists`` alone: each list's process loads the candidate
-            and makes its calls under their timers, then exits, sending nothing back; nothing is judged. No engine
-            that keeps evalplus' per-list processes can take less; printed beside the floor target too.
+            and makes its calls under their timers and the memory limit, then exits, sending nothing back; nothing is
+            judged. What evalplus' per-list processes cost with their limits and nothing else; printed beside the
+            floor target too.
   ours      ``make_executor("local", SandboxLimits(), parallel)`` (as the commands make it: its canary program,
             which also starts the fork-server template, runs before the timing starts), then
             ``.map_unordered(candidate_program(...))`` + ``judge``.
@@ -81,7 +82,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"floor": 0.5, "evalplus": 1.5, "cure": 20.0}
 BARE_WAYS = {"bare-lists": "lists", "bare-candidates": "candidates", "bare-processes": "processes"}
 """The simple engines of ``bare_lists.py`` and each one's shape there."""
-"""The simple engines of ``bare_lists.py``: each input list in a bare process of its own, or each candidate."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ BARE_WORDING = {"bare-lists": "bare processes, one per input list (no sandbox),"
 def bare_ways_beside_floor(results: dict[str, WayResult]) -> dict | None:
     """Beside the floor target: the wall time the floor's calls/s over the target allows ours, and what the bare
     processes took (``bare-lists``: evalplus' per-list processes and nothing else; ``bare-candidates``: one a
-    candidate; ``bare-processes``: the per-list processes alone, the least any engine that keeps them takes)."""
+    candidate; ``bare-processes``: the per-list processes alone, with their limits)."""
     bare = [name for name in BARE_WAYS if name in results]
     if not bare or "floor" not in results:
         return None

@@ -51,27 +51,29 @@ def libc_calls():
     return syscall, prctl, _LIBC_TYPES[2]
 
 
-MALLOC_MMAP_THRESHOLD_BYTES = 64 << 20
-"""Blocks up to this size come from glibc's heap, not a mapping of their own (``keep_freed_memory``)."""
-MALLOC_TRIM_THRESHOLD_BYTES = 128 << 20
-"""Memory freed at the heap's top stays mapped for reuse up to this much (``keep_freed_memory``)."""
+MALLOC_MMAP_THRESHOLD_BYTES = 32 << 20
+"""Blocks up to this size come from glibc's heap, not a mapping of their own (``keep_freed_memory``): the most that
+glibc's own rule reaches (its ``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit machines), and the most older versions take."""
+MALLOC_TRIM_THRESHOLD_BYTES = 64 << 20
+"""Memory freed at the heap's top stays mapped for reuse up to this much: twice the threshold, as glibc's rule keeps."""
 
 
 def keep_freed_memory():
     """Let glibc's malloc keep what a worker frees for its next values (``mallopt``): blocks up to
-    MALLOC_MMAP_THRESHOLD_BYTES from its heap, and up to MALLOC_TRIM_THRESHOLD_BYTES freed at the heap's top kept. A
-    fresh process maps each block over 128 KiB on its own and gives it back when freed (raising that bound as it
-    frees, to 32 MiB at most), and gives back freed heap beyond twice the bound: a program whose calls build and drop
-    ever larger values (HumanEval/15's strings of up to 7 MB, /130's lists of a million numbers) then maps, and
-    faults in page by page, the same memory again on each call. Called once in a template before it forks (a
-    forked worker inherits the setting; ``mallopt`` in the worker would also consolidate the heap, copying its
-    pages) and at the start of a fresh worker. Nothing where the C library has no ``mallopt`` (musl)."""
+    MALLOC_MMAP_THRESHOLD_BYTES from its heap, and up to MALLOC_TRIM_THRESHOLD_BYTES freed at the heap's top kept:
+    where glibc's own rule ends up once a process has freed a block that large. A fresh process starts from 128 KiB,
+    mapping each larger block on its own and giving it back when freed, and raises the bound to each such block it
+    frees: a program whose calls build and drop ever larger values (HumanEval/15's strings of up to 7 MB, /130's lists
+    of a million numbers) then maps, and faults in page by page, the same memory again on most calls. Called once in
+    a template before it forks (a forked worker inherits the setting; ``mallopt`` in the worker would also
+    consolidate the heap, copying its pages) and at the start of a fresh worker. Nothing where the C library has no
+    ``mallopt`` (musl) or refuses the threshold (then the trim setting, which would stop glibc's rule, is not made)."""
     try:
         mallopt = libc_function("mallopt")
     except AttributeError:
         return
-    mallopt(-3, MALLOC_MMAP_THRESHOLD_BYTES)  # M_MMAP_THRESHOLD
-    mallopt(-1, MALLOC_TRIM_THRESHOLD_BYTES)  # M_TRIM_THRESHOLD
+    if mallopt(-3, MALLOC_MMAP_THRESHOLD_BYTES) == 1:  # M_MMAP_THRESHOLD; 1 where it was taken
+        mallopt(-1, MALLOC_TRIM_THRESHOLD_BYTES)  # M_TRIM_THRESHOLD
 
 
 _OS_FORK = os.fork  # bound at load, before evalplus' guard sets ``os.fork`` to None in a worker

@@ -47,6 +47,7 @@ class ForkedWorker:
 
 def pid_of(pidfd: int) -> int:
     """The pid on this machine of the process ``pidfd`` refers to (a worker of a ``bwrap`` template has another
-    inside its namespace): the ``Pid:`` line of the pidfd's ``fdinfo``; -1 once that process has ended (the kernel's
-    word), 0 where the line cannot be read (its callers take both as no process to reach)."""
+    inside its namespace): the ``Pid:`` line of the pidfd's ``fdinfo``; -1 once that process has been reaped (the
+    kernel's word; a zombie keeps its pid), 0 where the line cannot be read (its callers take both as no process to
+    reach)."""
     return fdinfo_number(pidfd, "Pid") or 0

@@ -98,6 +98,6 @@ def test_the_processes_alone_make_every_call_in_a_process_per_list_and_send_noth
     assert len({pid for pid, _ in lines}) == 2  # one process a list
     assert seen == {}  # nothing to judge
     way, calls, _, passed, count, statuses = args
-    assert (way, calls, passed, count, statuses) == ("bare-processes", 4, None, 2, {"made, not sent": 4})
+    assert (way, calls, passed, count, statuses) == ("bare-processes", 4, None, 2, {"run, not sent": 4})
     assert kwargs["verdicts"] is None
     assert kwargs["note"] == "bare processes: one per input list, 2 at a time; no sandbox; nothing sent back or judged"
