@@ -44,6 +44,7 @@ def warm_up(worker, preopened_paths):
     worker.loaded("input_lists")
     worker.loaded("alarm")
     worker.loaded("channel")
+    worker.loaded("arenas")
     confinement.libc_calls()
     program = confinement.fence_program(os.uname().machine)
     if program is not None:

@@ -223,7 +223,7 @@ def main(result_fd, stream, progress_fd=None):
     if setup["private_tmp"] is not None:
         sibling("private_tmp").isolate_tmp(setup["private_tmp"], confining)
         os.chdir(os.getcwd())  # the working folder as the overlay shows it, as every other path now resolves
-    lists, alarms = loaded("input_lists"), loaded("alarm")  # read while it may
+    lists, alarms, arenas = loaded("input_lists"), loaded("alarm"), loaded("arenas")  # read while it may
     if setup["landlock"] is not None:
         confining.confine(setup["landlock"])
     if setup["fence"] is not None:
@@ -288,6 +288,7 @@ def main(result_fd, stream, progress_fd=None):
     calls = [None] if job["script"] is not None else job["calls"]
     clock, start, stop, kind_of = time.monotonic, alarm.start, alarm.stop, type  # bound before any call runs
     time_limits, script, long_str = job["time_limits"], job["script"], job["long_str"]
+    slow_call_ns, after_slow_call = arenas.SLOW_CALL_NS, arenas.ArenaKeeper().after_slow_call
     for index in range(first, end):
         try:
             call_index[0] = index  # first: an alarm in start() already names this call
@@ -323,6 +324,8 @@ def main(result_fd, stream, progress_fd=None):
             results.drop(index)
             results.ended({"k": "call", "i": index, "s": "error", "e": "unserialisable result: " + _describe(exc),
                           "ns": nanoseconds if frame is None else frame.get("ns", 0)})
+        if frame is None and nanoseconds > slow_call_ns:  # between calls, outside their timers
+            after_slow_call()
     alarm.set_timer(signal.ITIMER_REAL, 0)  # no alarm after the last call
     results.flush()
     if done is not None:  # the child that ran the calls before ``fresh_at``
