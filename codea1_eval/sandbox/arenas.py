@@ -6,12 +6,12 @@ and faults them in page by page, on every call. Examples: HumanEval/15's million
 million numbers. /15's reference in one process took 335,000 faults and 0.9 s of system time over its inputs (2.7 s
 of user time). glibc's malloc settings (``confine.keep_freed_memory``) do not reach these arenas.
 
-``ArenaKeeper`` looks after a call that took over SLOW_CALL_NS. It measures how much memory the calls since its last
-look faulted in beyond the process's new peak: memory mapped, dropped and mapped again. Where that reaches
-CHURN_BYTES, it allocates as much in blocks of pymalloc's largest size and keeps one block in KEEP_ONE_IN. Each
-arena then holds a kept block and stays mapped, its pages resident, for the next calls' objects: /15's faults went
-to 44,000 and its system time to 0.1 s. Memory that a program keeps (a table built at load, say) raises the peak
-and is never counted.
+``ArenaKeeper`` looks after each call that took over SLOW_CALL_NS, from the second on. It measures how much memory
+the calls since its last look faulted in beyond the process's new peak: memory mapped, dropped and mapped again.
+Where that reaches CHURN_BYTES, it allocates as much in blocks of pymalloc's largest size and keeps one block in
+KEEP_ONE_IN. Each arena then holds a kept block and stays mapped, its pages resident, for the next calls' objects:
+/15's faults went to 59,000 and its system time to 0.1-0.16 s. Memory that a program keeps (a table built at load,
+say) raises the peak and is never counted.
 
 At most KEEP_BYTES in all per process. They count against the worker's address-space limit, but the program's small
 objects reuse them. A program whose later calls need large blocks within KEEP_BYTES of its memory limit can fail
@@ -31,19 +31,20 @@ BLOCK_PAYLOAD = BLOCK_BYTES - 33
 KEEP_ONE_IN = 512
 """About four kept blocks per 1-MiB arena (2,048 blocks): every arena keeps one, however the blocks fall."""
 
-_rusage, _SELF, _PAGE_BYTES, _bytes, _min = resource.getrusage, resource.RUSAGE_SELF, resource.getpagesize(), bytes, min
-"""Bound when a template loads this script, before any candidate code: a program that replaces ``bytes`` or
+_rusage, _SELF, _PAGE_BYTES = resource.getrusage, resource.RUSAGE_SELF, resource.getpagesize()
+_bytes, _min, _range = bytes, min, range
+"""Bound when this script loads, before any candidate code: a program that replaces ``bytes``, ``range`` or
 ``resource.getrusage`` does not get called from here."""
 
 
 class ArenaKeeper:
-    """Made just before a list's first call; ``after_slow_call`` after each call that returned in over
-    SLOW_CALL_NS."""
+    """One per process that makes a list's calls; ``after_slow_call`` after each call that returned in over
+    SLOW_CALL_NS. The first such call only sets the baseline, so a list of fast calls costs no system call."""
 
     def __init__(self):
         self.kept = []
         self.room = KEEP_BYTES
-        self.faults, self.peak_kib = self._usage()
+        self.faults = self.peak_kib = None
 
     @staticmethod
     def _usage():
@@ -56,6 +57,9 @@ class ArenaKeeper:
         if self.room <= 0:
             return
         faults, peak_kib = self._usage()
+        if self.faults is None:
+            self.faults, self.peak_kib = faults, peak_kib
+            return
         churned = (faults - self.faults) * _PAGE_BYTES - (peak_kib - self.peak_kib) * 1024
         self.faults, self.peak_kib = faults, peak_kib
         if churned < CHURN_BYTES:
@@ -63,7 +67,7 @@ class ArenaKeeper:
         amount = _min(churned, self.room)
         self.room -= amount
         try:
-            blocks = [_bytes(BLOCK_PAYLOAD) for _ in range(amount // BLOCK_BYTES)]
+            blocks = [_bytes(BLOCK_PAYLOAD) for _ in _range(amount // BLOCK_BYTES)]
             self.kept += blocks[::KEEP_ONE_IN]
         except MemoryError:  # at the program's memory limit: keep nothing more
             self.room = 0
