@@ -33,8 +33,8 @@ def preopen(confinement, paths):
 
 
 def warm_up(worker, preopened_paths):
-    """What every worker would otherwise do first, done once here: imports, malloc's settings
-    (``confine.keep_freed_memory``), the ``_ctypes`` calls of ``confine`` and its seccomp filter's header, the
+    """What every worker would otherwise do first, done once here: imports (the worker's scripts among them), malloc's
+    settings (``confine.keep_freed_memory``), the ``_ctypes`` calls of ``confine`` and its seccomp filter's header, the
     policy's fixed paths, the AST types the first ``compile()`` builds (~3 ms) and the JSON encoder; then freeze the
     heap, so a worker's collections skip (and do not copy) these objects."""
     for name in TEMPLATE_PRELOAD:
