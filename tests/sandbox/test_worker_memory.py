@@ -56,6 +56,8 @@ ARENA_PAGES = 400_000 * 64 // 4096
 """6,250: a call whose arenas are mapped afresh faults them all in (and the 3.2-MB list from glibc's heap: kept)."""
 
 
+@pytest.mark.skipif(THP.is_file() and "[always]" in THP.read_text(),
+                    reason="transparent huge pages for every mapping: a fault brings in 2 MiB, not a page")
 @pytest.mark.parametrize("forkserver", ["auto", "off"])
 @pytest.mark.parametrize("level", ISOLATIONS)
 def test_calls_that_drop_small_objects_reuse_the_arenas_after_the_second(level, forkserver, monkeypatch):
@@ -66,9 +68,10 @@ def test_calls_that_drop_small_objects_reuse_the_arenas_after_the_second(level, 
     assert [call.status for call in result.calls] == [RETURNED] * 4
     # the first maps its arenas afresh, and so does the second (measured: 5,900-6,150 faults; the first raised the
     # peak, so only the second shows them given back); after the second the worker keeps that many arenas, and the
-    # next calls' strs fill them (measured: 0-571; 5,900-6,150 each without ``ArenaKeeper``)
+    # next calls' strs fill them (measured: 0-571, the pools the kept blocks hold among them; 5,900-6,150 each
+    # without ``ArenaKeeper``)
     assert faults[0] > ARENA_PAGES * 0.9
-    assert max(faults[2:]) < ARENA_PAGES * 0.1
+    assert max(faults[2:]) < ARENA_PAGES * 0.25
 
 
 KEPT_TABLE = """import resource, time
