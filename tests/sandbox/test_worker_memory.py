@@ -27,20 +27,30 @@ maps each afresh (1 + 2 + ... + 20 MiB: 53,760 faults, measured 53,780 before th
 
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+FAULTS_COUNT_PAGES = pytest.mark.skipif(THP.is_file() and "[always]" in THP.read_text(),
+                                        reason="transparent huge pages for every mapping: a fault brings in 2 MiB")
 
 
-@pytest.mark.skipif(THP.is_file() and "[always]" in THP.read_text(),
-                    reason="transparent huge pages for every mapping: a fault brings in 2 MiB, not a page")
-@pytest.mark.parametrize("forkserver", ["auto", "off"])
-@pytest.mark.parametrize("level", ISOLATIONS)
-def test_values_that_grow_fault_in_only_the_largest(level, forkserver, monkeypatch):
+def every_worker(test):
+    """``test`` with workers forked from a template and started fresh, at both levels."""
+    return pytest.mark.parametrize("forkserver", ["auto", "off"])(pytest.mark.parametrize("level", ISOLATIONS)(test))
+
+
+def values_in_a_worker(code: str, args: list, level: str, forkserver: str, monkeypatch) -> list:
+    """What ``f(*args)`` returned for each of ``args``, in one real worker, each call having returned."""
     monkeypatch.setenv("CODEA1_FORKSERVER", forkserver)
-    result = run_program(Program(GROWING_VALUES, "f", calls=[(0,)], time_limits=[10.0]),
+    result = run_program(Program(code, "f", calls=[(arg,) for arg in args], time_limits=[10.0] * len(args)),
                          SandboxLimits(isolation=level))
-    call = result.calls[0]
-    assert call.status == RETURNED
+    assert [call.status for call in result.calls] == [RETURNED] * len(args)
+    return [call.value for call in result.calls]
+
+
+@FAULTS_COUNT_PAGES
+@every_worker
+def test_values_that_grow_fault_in_only_the_largest(level, forkserver, monkeypatch):
+    [faults] = values_in_a_worker(GROWING_VALUES, [0], level, forkserver, monkeypatch)
     # give or take what the heap already had free at its top, and the interpreter's own few
-    assert abs(call.value - PAGES_OF_THE_LARGEST) < 256
+    assert abs(faults - PAGES_OF_THE_LARGEST) < 256
 
 
 CHURNING_STRS = """import resource
@@ -56,16 +66,10 @@ ARENA_PAGES = 400_000 * 64 // 4096
 """6,250: a call whose arenas are mapped afresh faults them all in (and the 3.2-MB list from glibc's heap: kept)."""
 
 
-@pytest.mark.skipif(THP.is_file() and "[always]" in THP.read_text(),
-                    reason="transparent huge pages for every mapping: a fault brings in 2 MiB, not a page")
-@pytest.mark.parametrize("forkserver", ["auto", "off"])
-@pytest.mark.parametrize("level", ISOLATIONS)
+@FAULTS_COUNT_PAGES
+@every_worker
 def test_calls_that_drop_small_objects_reuse_the_arenas_after_the_second(level, forkserver, monkeypatch):
-    monkeypatch.setenv("CODEA1_FORKSERVER", forkserver)
-    result = run_program(Program(CHURNING_STRS, "f", calls=[(0,)] * 4, time_limits=[10.0] * 4),
-                         SandboxLimits(isolation=level))
-    faults = [call.value for call in result.calls]
-    assert [call.status for call in result.calls] == [RETURNED] * 4
+    faults = values_in_a_worker(CHURNING_STRS, [0] * 4, level, forkserver, monkeypatch)
     # the first maps its arenas afresh, and so does the second (measured: 5,900-6,150 faults; the first raised the
     # peak, so only the second shows them given back); after the second the worker keeps that many arenas, and the
     # next calls' strs fill them (measured: 0-571, the pools the kept blocks hold among them; 5,900-6,150 each
@@ -88,11 +92,8 @@ takes 10 ms. The peak after each call, in KiB."""
 
 
 @pytest.mark.parametrize("level", ISOLATIONS)
-def test_memory_a_program_keeps_is_not_taken_for_arenas_given_back(level):
-    result = run_program(Program(KEPT_TABLE, "f", calls=[(True,), (True,), (False,), (False,)],
-                                 time_limits=[10.0] * 4), SandboxLimits(isolation=level))
-    peaks = [call.value for call in result.calls]
-    assert [call.status for call in result.calls] == [RETURNED] * 4
+def test_memory_a_program_keeps_is_not_taken_for_arenas_given_back(level, monkeypatch):
+    peaks = values_in_a_worker(KEPT_TABLE, [True, True, False, False], level, "auto", monkeypatch)
     # the second call's faults raised the peak as much: nothing given back, so no arenas kept after it (counting
     # faults alone would keep 25 MiB, and the peak would grow by 25,000 KiB more at the third call)
     assert 20_000 < peaks[1] - peaks[0] < 35_000
