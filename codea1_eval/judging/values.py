@@ -42,11 +42,12 @@ def _fail_fast(oracle: str, problem, truth: GroundTruth):
     comparators = [EvalplusComparator(oracle, problem.entry_point, atol) for _ in lists]
     floats_before = [0, 0]  # per list: its first float expectation's index, or how far it is known to have none
     equality_decides = comparators[0].equality_decides
-    expected: list = []  # ``outputs`` as a list, from the first call on (a cached line is decoded then)
+    expected: list = []  # ``outputs`` as a list, from the first call on (a cached line is decoded then); the two lists
+    # may run at once (``sandbox.idle_slots``): each replaces it whole, with the same items, so neither sees it half made
 
     def next_call(index: int, call: CallResult) -> int:
         if not expected:
-            expected.extend(outputs)
+            expected[:] = outputs
         if equality_decides and _returned_equal(call, expected[index]):
             call.judged = True
             return index + 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,7 @@ from codea1_eval.collector import bulk_work
 from codea1_eval.errors import SandboxError
 from codea1_eval.sandbox.deadlines import Deadlines
 from codea1_eval.sandbox.digest_time import DIGEST_TIME_S
+from codea1_eval.sandbox.idle_slots import SecondPart, SecondParts
 from codea1_eval.sandbox.isolation import make_isolation
 from codea1_eval.sandbox.phases import child_list_drained, load_phase, phase_frame
 from codea1_eval.sandbox.records import (CRASH, ERROR, FAIL, JUMP, LOAD_CRASH, LOAD_ERROR, LOAD_TIMEOUT, OK,
@@ -37,6 +39,8 @@ UNSENT = "unsent"
 """A batching worker overran a deadline while past calls whose results it had not sent: they run again on a
 worker that sends each result at once, so that every hard deadline counts from its own call (what a worker
 says about where it is cannot stretch one)."""
+TAKEN = "taken"
+"""An idle slot took the program's second part (``idle_slots``) before its worker got there."""
 
 
 def require_sandbox(result: ExecResult, isolation: str) -> ExecResult:
@@ -54,15 +58,17 @@ def _fill(results: list, start: int, status: str, error: str, stop: int | None =
 
 
 def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
-                hidden: Sequence[Path] = (), spares: SpareWorkers | None = None) -> ExecResult:
+                hidden: Sequence[Path] = (), spares: SpareWorkers | None = None,
+                second: SecondPart | None = None, first_call: int = 0) -> ExecResult:
     """Execute ``program`` in fresh sandboxed worker(s), taken from ``spares`` where given; never raises for
-    anything the code does."""
+    anything the code does. ``second``: its second part, which an idle slot may take (``idle_slots``);
+    ``first_call``: run the calls from there on (a taken second part)."""
     began = time.monotonic()
     deadlines = Deadlines(program, began)
-    n_calls = program.n_calls
+    n_calls, split = program.n_calls, program.fresh_process_at
     results: list[CallResult | None] = [None] * n_calls
-    next_call, workers, crashes, sandbox_failures = 0, 0, 0, 0
-    status, error, batched, started = OK, None, True, False
+    next_call, workers, crashes, sandbox_failures = first_call, 0, 0, 0
+    status, error, batched, started = OK, None, True, first_call > 0
     while True:
         while next_call < n_calls and results[next_call] is not None:  # a crash decided where a worker was LOST
             crashes += 1
@@ -71,6 +77,17 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             _fill(results, next_call, CRASH, "too many worker crashes; remaining calls not run")
             break
         if next_call >= n_calls and workers > 0:
+            break
+        if second is not None and next_call >= split and not second.keep():
+            # an idle slot runs the part: its results stand where this run would start it afresh the same way
+            as_here = not (crashes or sandbox_failures) and batched and all(r is None for r in results[split:])
+            taken, second = second.result() if as_here else None, None
+            if taken is None:
+                continue
+            results[split:] = taken.calls[split:]
+            workers += taken.workers
+            if taken.status != OK:
+                status, error = taken.status, taken.error
             break
         stop = next_call  # a worker runs the calls from next_call up to the next decided one
         while stop < n_calls and (stop == next_call or results[stop] is None):
@@ -89,7 +106,7 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
         workers += 1
         try:
             if session.begin(program, next_call, stop, batched):
-                outcome = _drive(session, program, limits, next_call, stop, results, deadlines)
+                outcome = _drive(session, program, limits, next_call, stop, results, deadlines, second)
             else:
                 outcome = SANDBOX_ERROR, next_call, session.startup_error()  # it died before its job came
         finally:
@@ -128,10 +145,11 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
 
 
 def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, start: int, stop: int,
-           results: list, deadlines: Deadlines) -> tuple[str, int, str | None]:
+           results: list, deadlines: Deadlines, second: SecondPart | None) -> tuple[str, int, str | None]:
     """Run one worker until it finishes call ``stop - 1``, dies or overruns. Returns (outcome, next call,
     detail); LOST or UNSENT where the worker died or overran holding results of calls from ``next call`` on
-    that it had not sent yet (LOST: a later call's CRASH is stored)."""
+    that it had not sent yet (LOST: a later call's CRASH is stored); TAKEN where it got to ``second`` after an idle
+    slot took it."""
     reader = session.reader
     frame = phase_frame(reader, time.monotonic() + STARTUP_TIMEOUT_S, deadlines.at(start))
     if frame == TOTAL_TIMEOUT:
@@ -149,6 +167,8 @@ def _drive(session: WorkerSession, program: Program, limits: SandboxLimits, star
     index = start
     while index < stop:
         if index == reload_at:  # the child ran the calls before it; the worker itself now loads the program
+            if second is not None and not second.keep():
+                return TAKEN, index, None
             loaded = load_phase(reader, limits, deadlines.at(index), index, trusted=False)
             if loaded is not None:
                 return loaded
@@ -313,14 +333,25 @@ class Executor:
         self.parallel = parallel or default_parallelism()
         self.hidden = list(hidden)
 
-    def run(self, program: Program, spares: SpareWorkers | None = None) -> ExecResult:
-        """Run one program (its workers taken from ``spares`` where given); a sandbox that cannot run it (after
-        the engine's retries) raises SandboxError."""
-        return require_sandbox(run_program(program, self.limits, self.hidden, spares), self.limits.isolation)
+    def run(self, program: Program, spares: SpareWorkers | None = None, parts: SecondParts | None = None) -> ExecResult:
+        """Run one program (its workers taken from ``spares`` where given; its second part open to idle slots in
+        ``parts``); a sandbox that cannot run it (after the engine's retries) raises SandboxError."""
+        second = parts.open(program) if parts is not None else None
+        try:
+            result = run_program(program, self.limits, self.hidden, spares, second)
+        finally:
+            if parts is not None:
+                parts.close(second)
+        return require_sandbox(result, self.limits.isolation)
+
+    def _run_second_part(self, program: Program, spares: SpareWorkers) -> ExecResult:
+        """The calls of ``program`` from its ``fresh_process_at`` on, for an idle slot (``idle_slots``)."""
+        return run_program(program, self.limits, self.hidden, spares, first_call=program.fresh_process_at)
 
     def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
         """Run programs concurrently, the longest expected first (``Program.expected_seconds``); yield
-        (input index, result) as each one finishes. If the caller stops early (an error, Ctrl-C), programs
+        (input index, result) as each one finishes; a slot with no program left to start runs the second part
+        of one still in its first (``idle_slots``). If the caller stops early (an error, Ctrl-C), programs
         not yet started are cancelled, not run for nothing."""
         programs = list(programs)
         order = sorted(range(len(programs)), key=lambda index: -programs[index].expected_seconds)
@@ -329,7 +360,10 @@ class Executor:
         try:
             spares = SpareWorkers(self.limits, self.hidden, len(programs), self.parallel)
             with bulk_work():  # a result per call: no collector passes over the caller's (large) heap meanwhile
-                futures = {pool.submit(self.run, programs[i], spares): i for i in order}
+                parts = SecondParts()
+                futures = {pool.submit(self.run, programs[i], spares, parts): i for i in order}
+                for _ in range(self.parallel):  # each starts once every program has a slot
+                    pool.submit(parts.run_taken, partial(self._run_second_part, spares=spares))
                 for future in as_completed(futures):
                     yield futures[future], future.result()
         finally:
