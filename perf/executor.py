@@ -102,7 +102,9 @@ def run_ours(workload: Workload, parallel: int, isolation: str = "process") -> W
         statuses.update(call.status for call in result.calls)
         workers += result.workers
         task_seconds[workload.problems[candidate.task].task_id] += result.wall_s
-        timed_out.append(sum(call.duration for call in result.calls if call.status == "timeout"))
+        split = candidate.program.fresh_process_at or 0
+        timed_out.append(tuple(sum(call.duration for call in part if call.status == "timeout")
+                               for part in (result.calls[:split], result.calls[split:])))
         progress.step()
     seconds = time.perf_counter() - began
     calls = sum(statuses.values()) - statuses.get("skipped", 0)
@@ -171,19 +173,25 @@ def report(results: dict[str, WayResult], parallel: int, timing: str) -> dict:
 
 
 def time_limit_bound(results: dict[str, WayResult], parallel: int) -> dict | None:
-    """The least wall time a way needs on these candidates if it runs each candidate's inputs one after another
-    and waits out each per-input time limit (every way here does): the calls that ran out of time in ours took
-    that long wherever they run, spread over ``parallel`` slots at best and never under the slowest candidate's.
-    With the floor, also the least wall time of the calls' own CPU: the floor's (no isolation, one process) spread
-    over the cores that ``parallel`` can use."""
+    """The least wall time a way needs on these candidates if it waits out each per-input time limit (every way
+    here does): the calls that ran out of time in ours took that long wherever they run, spread over ``parallel``
+    slots at best and never under the slowest input list's (ours may run a candidate's two lists side by side on a
+    slot that has no candidate left to start) nor, for a way that runs a candidate's lists one after the other, the
+    slowest candidate's. With the floor, also the least wall time of the calls' own CPU: the floor's (no isolation,
+    one process) spread over the cores that ``parallel`` can use."""
     ours = results.get("ours")
-    if ours is None or not ours.timed_out_s or not any(ours.timed_out_s):
+    if ours is None or not ours.timed_out_s or not any(map(any, ours.timed_out_s)):
         return None
-    total, longest = sum(ours.timed_out_s), max(ours.timed_out_s)
-    bound = {"timed_out_s": round(total, 1), "longest_candidate_s": round(longest, 1),
-             "least_wall_s": round(max(total / parallel, longest), 1)}
-    line = (f"calls that ran out of their time limit took {total:.1f} s (the slowest candidate's {longest:.1f} s): "
-            f"a way that waits each limit out needs >= {bound['least_wall_s']:.1f} s of wall time on these candidates")
+    total = sum(map(sum, ours.timed_out_s))
+    longest_candidate, longest_list = max(map(sum, ours.timed_out_s)), max(map(max, ours.timed_out_s))
+    bound = {"timed_out_s": round(total, 1), "longest_candidate_s": round(longest_candidate, 1),
+             "longest_list_s": round(longest_list, 1), "least_wall_s": round(max(total / parallel, longest_list), 1),
+             "least_wall_one_list_after_the_other_s": round(max(total / parallel, longest_candidate), 1)}
+    line = (f"calls that ran out of their time limit took {total:.1f} s (the slowest candidate's {longest_candidate:.1f}"
+            f" s, the slowest input list's {longest_list:.1f} s): a way that waits each limit out needs >= "
+            f"{bound['least_wall_s']:.1f} s of wall time on these candidates, >= "
+            f"{bound['least_wall_one_list_after_the_other_s']:.1f} s where it runs a candidate's lists one after the "
+            "other")
     if "floor" in results:
         cores = min(parallel, os.cpu_count() or 1)
         bound["calls_cpu_wall_s"] = round(results["floor"].cpu_seconds / cores, 1)

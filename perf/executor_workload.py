@@ -124,7 +124,7 @@ class WayResult:
     task_seconds: dict | None = None   # task_id -> seconds its candidates took (busy time, not wall)
     verdicts: dict | None = None       # candidate index -> correct on every input
     cpu_seconds: float = 0.0   # user + system CPU of the benchmark process and all its children
-    timed_out_s: list | None = None    # per candidate: seconds its calls that ran out of time took (ours)
+    timed_out_s: list | None = None    # per candidate: (base, plus) seconds its calls that ran out of time took (ours)
     load: tuple = ()           # 1-minute load average before and after (other work on the machine)
 
     @property
