@@ -27,6 +27,13 @@ class Deadlines:
             self.parts[part] = min(self.total, time.monotonic() + self.part_limits[part])
         return self.parts[part]
 
+    def total_after_second_part(self) -> bool:
+        """Whether the program's total deadline comes after the deadline its second part would get, were it to start
+        now: then the total cannot bind that part, wherever and whenever it starts."""
+        if self.total == float("inf"):
+            return True
+        return self.part_limits is not None and self.total >= time.monotonic() + self.part_limits[1]
+
     def part_end(self, index: int, n_calls: int) -> int:
         """Where the calls left without time end: the part holding call ``index``, or the program once its total
         ran out."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import warnings
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
 
@@ -59,16 +60,17 @@ def _fill(results: list, start: int, status: str, error: str, stop: int | None =
 
 def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
                 hidden: Sequence[Path] = (), spares: SpareWorkers | None = None,
-                second: SecondPart | None = None, first_call: int = 0) -> ExecResult:
+                second: SecondPart | None = None, taken: SecondPart | None = None) -> ExecResult:
     """Execute ``program`` in fresh sandboxed worker(s), taken from ``spares`` where given; never raises for
     anything the code does. ``second``: its second part, which an idle slot may take (``idle_slots``);
-    ``first_call``: run the calls from there on (a taken second part)."""
-    began = time.monotonic()
+    ``taken``: run only that part of ``program`` (for the idle slot that took it), until it is abandoned."""
+    began = time.monotonic() if taken is None else taken.began
     deadlines = Deadlines(program, began)
     n_calls, split = program.n_calls, program.fresh_process_at
     results: list[CallResult | None] = [None] * n_calls
-    next_call, workers, crashes, sandbox_failures = first_call, 0, 0, 0
-    status, error, batched, started = OK, None, True, first_call > 0
+    next_call = split if taken is not None else 0
+    workers, crashes, sandbox_failures = 0, 0, 0
+    status, error, batched, started = OK, None, True, taken is not None
     while True:
         while next_call < n_calls and results[next_call] is not None:  # a crash decided where a worker was LOST
             crashes += 1
@@ -80,14 +82,17 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             break
         if second is not None and next_call >= split and not second.keep():
             # an idle slot runs the part: its results stand where this run would start it afresh the same way
-            as_here = not (crashes or sandbox_failures) and batched and all(r is None for r in results[split:])
-            taken, second = second.result() if as_here else None, None
-            if taken is None:
+            as_here = (not (crashes or sandbox_failures) and batched and all(r is None for r in results[split:])
+                       and deadlines.total_after_second_part())
+            if not as_here:
+                second.abandon()
+            part, second = second.result(), None  # an abandoned run first stops: one run of the part at a time
+            if not as_here or part is None:
                 continue
-            results[split:] = taken.calls[split:]
-            workers += taken.workers
-            if taken.status != OK:
-                status, error = taken.status, taken.error
+            results[split:] = part.calls[split:]
+            workers += part.workers
+            if part.status != OK:
+                status, error = part.status, part.error
             break
         stop = next_call  # a worker runs the calls from next_call up to the next decided one
         while stop < n_calls and (stop == next_call or results[stop] is None):
@@ -105,11 +110,15 @@ def run_program(program: Program, limits: SandboxLimits = SandboxLimits(),
             continue
         workers += 1
         try:
+            if taken is not None and not taken.attach(session):
+                break  # abandoned: the program runs the part itself, or has ended
             if session.begin(program, next_call, stop, batched):
                 outcome = _drive(session, program, limits, next_call, stop, results, deadlines, second)
             else:
                 outcome = SANDBOX_ERROR, next_call, session.startup_error()  # it died before its job came
         finally:
+            if taken is not None:
+                taken.detach()
             if spares is not None:
                 spares.retire(session)
             else:
@@ -344,9 +353,9 @@ class Executor:
                 parts.close(second)
         return require_sandbox(result, self.limits.isolation)
 
-    def _run_second_part(self, program: Program, spares: SpareWorkers) -> ExecResult:
-        """The calls of ``program`` from its ``fresh_process_at`` on, for an idle slot (``idle_slots``)."""
-        return run_program(program, self.limits, self.hidden, spares, first_call=program.fresh_process_at)
+    def _run_taken(self, part: SecondPart, spares: SpareWorkers) -> ExecResult:
+        """The calls of ``part``'s program from its ``fresh_process_at`` on, for an idle slot (``idle_slots``)."""
+        return run_program(part.program, self.limits, self.hidden, spares, taken=part)
 
     def map_unordered(self, programs: Iterable[Program]) -> Iterator[tuple[int, ExecResult]]:
         """Run programs concurrently, the longest expected first (``Program.expected_seconds``); yield
@@ -360,12 +369,14 @@ class Executor:
         try:
             spares = SpareWorkers(self.limits, self.hidden, len(programs), self.parallel)
             with bulk_work():  # a result per call: no collector passes over the caller's (large) heap meanwhile
-                parts = SecondParts()
+                parts = SecondParts(self.limits)
                 futures = {pool.submit(self.run, programs[i], spares, parts): i for i in order}
-                for _ in range(self.parallel):  # each starts once every program has a slot
-                    pool.submit(parts.run_taken, partial(self._run_second_part, spares=spares))
+                idle = [pool.submit(parts.run_taken, partial(self._run_taken, spares=spares))  # once all have slots
+                        for _ in range(self.parallel)]
                 for future in as_completed(futures):
                     yield futures[future], future.result()
+                for failed in filter(None, map(Future.exception, idle)):  # its program ran the part itself
+                    warnings.warn(f"an idle slot's run of a second input list failed: {failed!r}", RuntimeWarning)
         finally:
             try:
                 pool.shutdown(wait=True, cancel_futures=True)

@@ -1,6 +1,8 @@
 """A slot with no program left to start runs the second input list of a program still in its first (``idle_slots``),
 and the program's results are the ones its own run would have got."""
 
+import threading
+
 import pytest
 
 from codea1_eval.benchmarks.base import load_benchmark
@@ -26,14 +28,6 @@ def test_a_second_slot_with_nothing_to_start_runs_the_plus_list_beside_the_base_
     assert pids[0] == pids[1] and pids[2] == pids[3] and parents[0] == parents[1]
     assert (pids[2] != parents[0]) is plus_beside_base  # the base list's child is a child of the program's worker
     assert result.workers == (2 if plus_beside_base else 1)
-
-
-def test_two_programs_on_two_slots_each_run_their_lists_one_after_the_other():
-    results = Executor(parallel=2).map([BASE_SLEEPS, BASE_SLEEPS])
-    assert [result.workers for result in results] == [1, 1]
-    for result in results:
-        pids, parents = [call.value[1] for call in result.calls], [call.value[2] for call in result.calls]
-        assert pids[2] == parents[0]
 
 
 def test_on_two_slots_a_candidates_verdict_and_call_statuses_are_the_ones_one_slot_gives(data_dir):
@@ -91,3 +85,35 @@ def test_otherwise_the_program_runs_its_plus_list_itself(first_input, delivered,
         "returned"] * 3
     assert [call.value[0] for call in result.calls[1:]] == [1, 2, 3]
     assert result.status == OK and result.workers == workers
+
+
+def test_a_taken_run_that_the_program_does_not_use_is_stopped():
+    """A crash in the base list: the program runs its plus list itself (as sequentially, the crash counted there), and
+    the idle slot's run of it, 3 s into its call, is stopped: its worker killed, not left to finish."""
+    program = Program(RETURNS.replace("return [x, os.getpid()]", "time.sleep(x)\n    return [x, os.getpid()]")
+                      .replace("import os", "import os, time"), "f", calls=[("crash",), (0,), (3,)],
+                      time_limits=[10.0] * 3, fresh_process_at=2)
+    part = SecondPart(program)
+    assert part.take()
+    idle_slot = threading.Thread(target=lambda: part.deliver(run_program(program, taken=part)))
+    idle_slot.start()
+    result = run_program(program, second=part)
+    idle_slot.join()
+    assert [call.status for call in result.calls] == ["crash", "returned", "returned"]
+    assert [call.value[0] for call in result.calls[1:]] == [0, 3] and result.workers == 3
+    stopped = part.result().calls[2]
+    assert (stopped.status, stopped.error) == ("crash", "worker died during the call")
+
+
+SLEEPS_ITS_INPUT = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
+
+
+def test_where_the_total_deadline_would_bind_the_plus_list_one_slot_and_two_give_the_same_results():
+    """The total deadline (1.6 s from the start) ends the plus list after its first call when it runs after the 1-s base
+    list: so it does beside it too (the program runs the list itself, as the taken run could have gone further)."""
+    program = Program(SLEEPS_ITS_INPUT, "f", calls=[(1.0,), (0.4,), (0.4,)], time_limits=[5.0] * 3,
+                      total_time_limit=1.6, fresh_process_at=1, part_time_limits=(5.0, 5.0))
+    outcomes = [[(call.status, call.error) for call in Executor(parallel=parallel).map([program])[0].calls]
+                for parallel in (2, 1)]
+    assert outcomes[0] == outcomes[1] == [("returned", None), ("returned", None),
+                                          ("timeout", "total time limit exceeded")]
