@@ -1,21 +1,20 @@
 """A slot that has no program left to start takes the second part of a program still in its first.
 
-A program with ``fresh_process_at`` (evalplus' base and plus input lists) runs its two parts one after the other on
-its slot, each in a process of its own. Once every program has a slot, a slot that comes free would idle while the
-last ones run: it runs the second part of one still in its first instead, on a fresh worker that starts at
-``fresh_process_at``, as a worker does after a jump there. Each part still has a slot, a process and a core of its own
-(the program's own worker, which goes on to the second part by itself once its first is done, is killed as soon as
-its run sees the part taken: for that moment, at most a few ms, one process more than slots runs) and its own
-deadline, counted from its own start; the program's total deadline is counted from the program's start for both.
-The program's run takes that part's results only where it would itself have started the part on a fresh worker in the
-same state (no crash, no retry, no unbatched worker before it, no later call decided, the total deadline too far to
-reach the part); otherwise it stops the taken run and runs the part itself. Programs whose workers keep state between
-the parts outside their folders (a ``tmp`` grant's /tmp, say: any grant) are not shared (``SecondParts.open``). Left
-as is: processes a candidate leaves running after its first part share the program's worker cgroup (its limits on
-processes and memory) with the second part only where that worker runs both.
-In the 1,000-sample end-to-end file the last program (a mutant that waits out 1 s in each list) ran alone for 1.6 s,
-and in the executor's default workload a looping mutant's 74 s of lists ran one after the other
-(``engine.run_program``).
+A program with ``fresh_process_at`` (evalplus' base and plus input lists) runs its two parts one after the other on its
+slot, each in a process of its own. Once every program has a slot, a slot that comes free would idle while the last ones
+run: it runs the second part of one still in its first instead, on a fresh worker that starts at ``fresh_process_at``,
+as a worker does after a jump there. Each part still has a slot, a process and a core of its own (the program's own
+worker, which goes on to the second part by itself once its first is done, is killed as soon as its run sees the part
+taken: for that moment, typically under a millisecond to a few ms, one process more than slots runs) and its own
+deadline, counted from its own start; the program's total deadline is counted from the program's start for both. The
+program's run takes that part's results only where it would itself have started the part on a fresh worker in the same
+state (no crash, no retry, no unbatched worker before it, no later call decided, the total deadline too far to reach the
+part); otherwise it stops the taken run and runs the part itself. Programs whose workers keep state between the parts
+outside their folders (a ``tmp`` grant's /tmp, say: any grant) are not shared (``SecondParts.open``). Left as is:
+processes a candidate leaves running after its first part share the program's worker cgroup (its limits on processes and
+memory) with the second part only where that worker runs both. In the 1,000-sample end-to-end file the last program (a
+mutant that waits out 1 s in each list) ran alone for 1.6 s, and in the executor's default workload a looping mutant's
+74 s of lists ran one after the other (``engine.run_program``).
 """
 
 from __future__ import annotations
