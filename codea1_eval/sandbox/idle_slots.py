@@ -25,7 +25,7 @@ from typing import Callable
 
 from codea1_eval.sandbox.records import ExecResult, Program, SandboxLimits
 
-KEPT, TAKEN = "kept", "taken"
+_KEPT, _TAKEN = "kept", "taken"
 
 
 class SecondPart:
@@ -48,15 +48,15 @@ class SecondPart:
         """Claim the part for the program's own run: False where an idle slot took it first."""
         with self._lock:
             if self._owner is None:
-                self._owner = KEPT
-            return self._owner == KEPT
+                self._owner = _KEPT
+            return self._owner == _KEPT
 
     def take(self) -> bool:
         """Claim the part for an idle slot: False where the program's own run kept it first."""
         with self._lock:
             if self._owner is None:
-                self._owner = TAKEN
-            return self._owner == TAKEN
+                self._owner = _TAKEN
+            return self._owner == _TAKEN
 
     def attach(self, session) -> bool:
         """The taken run's new worker, which ``abandon`` kills: False where the part was abandoned (start nothing)."""
@@ -77,10 +77,6 @@ class SecondPart:
             if self._session is not None:
                 self._session.process.kill()
 
-    @property
-    def abandoned(self) -> bool:
-        return self._abandoned
-
     def deliver(self, result: ExecResult | None) -> None:
         """The taken part's result (None: its run failed, and the program runs the part itself)."""
         self._result = result
@@ -96,7 +92,7 @@ class SecondParts:
     """The second parts of the programs running in one ``Executor.map_unordered`` call, open to idle slots."""
 
     def __init__(self, limits: SandboxLimits):
-        self.shared = not limits.grants
+        self._shared = not limits.grants
         self._open: list[SecondPart] = []
         self._lock = threading.Lock()
 
@@ -104,7 +100,7 @@ class SecondParts:
         """The part an idle slot may take from ``program`` while it runs (None: it has one part, its workers are
         granted something outside their folders, or only its total deadline bounds its second part)."""
         split = program.fresh_process_at
-        if (not self.shared or split is None or not 0 < split < program.n_calls
+        if (not self._shared or split is None or not 0 < split < program.n_calls
                 or program.total_time_limit and program.part_time_limits is None):
             return None
         part = SecondPart(program)
